@@ -1,0 +1,156 @@
+"""Shared helpers for the benchmark scripts: timing, peak memory, subprocess runs and tables.
+
+Benchmarks run every configuration in its own Python process so that peak memory (``ru_maxrss``
+only ever grows) and JAX's in-memory compile caches do not leak between configurations. A child
+prints one line ``RESULT_MARKER <json>``; the parent collects those lines.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+RESULT_MARKER = "BENCHMARK_RESULT"
+
+
+def peak_rss_mib() -> float:
+    """Return the peak resident set size of this process in MiB (``ru_maxrss``)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def time_call(func: Callable[[], Any]) -> tuple[float, Any]:
+    """Return ``(seconds, result)`` of one call, timed with ``time.perf_counter``."""
+    started = time.perf_counter()
+    result = func()
+    return time.perf_counter() - started, result
+
+
+def repeat_seconds(func: Callable[[], Any], *, repeats: int) -> list[float]:
+    """Return the wall-clock seconds of ``repeats`` calls of ``func``."""
+    return [time_call(func)[0] for _ in range(repeats)]
+
+
+def summarize(seconds: Sequence[float]) -> dict[str, float | list[float]]:
+    """Return median, min and the raw samples of a list of timings."""
+    return {"median": statistics.median(seconds), "min": min(seconds), "samples": list(seconds)}
+
+
+@dataclass
+class CompileEvents:
+    """Collect JAX's compile-phase timers (trace, lower to MLIR, backend compile) per function.
+
+    Uses ``jax.monitoring`` duration events, which JAX records for every jitted function it
+    traces, lowers or compiles. Register once per process, then ``with events.recording():``.
+    """
+
+    records: list[dict[str, Any]] = field(default_factory=list)
+    _active: bool = False
+
+    PHASES = {  # noqa: RUF012
+        "/jax/core/compile/jaxpr_trace_duration": "trace",
+        "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower",
+        "/jax/core/compile/backend_compile_duration": "compile",
+    }
+
+    def register(self) -> None:
+        """Install the listener (call before the first JAX operation)."""
+        import jax.monitoring  # noqa: PLC0415
+
+        jax.monitoring.register_event_duration_secs_listener(self._listen)
+
+    def _listen(self, event: str, duration: float, **kwargs: Any) -> None:
+        if self._active and event in self.PHASES:
+            name = str(kwargs.get("fun_name", "?")).removeprefix("jit(").removesuffix(")")
+            self.records.append({"phase": self.PHASES[event], "function": name,
+                                 "seconds": duration})
+
+    @contextmanager
+    def recording(self) -> Iterator[list[dict[str, Any]]]:
+        """Record events inside the block into a fresh list, which is yielded."""
+        self.records = []
+        self._active = True
+        try:
+            yield self.records
+        finally:
+            self._active = False
+
+
+def run_child(script: Path, config: dict[str, Any], *, extra_args: Sequence[str] = (),
+              timeout: float = 600) -> dict[str, Any]:
+    """Run ``script --single <config> *extra_args`` in a fresh interpreter; return its result.
+
+    On failure the returned dict holds ``error`` with the tail of the child's stderr.
+    """
+    command = [sys.executable, str(script), "--single", json.dumps(config), *extra_args]
+    started = time.perf_counter()
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                                   check=False)
+    except subprocess.TimeoutExpired:
+        return {"config": config, "error": f"timed out after {timeout:.0f} s"}
+    wall = time.perf_counter() - started
+    for line in reversed(completed.stdout.splitlines()):
+        if line.startswith(RESULT_MARKER):
+            result = json.loads(line[len(RESULT_MARKER):])
+            result["process_wall_seconds"] = wall
+            return result
+    tail = (completed.stderr or completed.stdout)[-3000:]
+    return {"config": config, "error": f"exit code {completed.returncode}: {tail}"}
+
+
+def emit_result(result: dict[str, Any]) -> None:
+    """Print the child's result as the one line the parent looks for."""
+    print(RESULT_MARKER + json.dumps(result), flush=True)
+
+
+def environment() -> dict[str, Any]:
+    """Return machine facts worth keeping next to timings (load matters on shared machines)."""
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    }
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    """Write ``payload`` as indented JSON, creating the folder."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def verdict(value: float | None, limit: float) -> str:
+    """Return PASS/FAIL for ``value < limit`` (or n/a when not measured)."""
+    if value is None:
+        return "n/a"
+    return "PASS" if value < limit else "FAIL"
+
+
+def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Print a table with rich, right-aligning every column but the first."""
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    table = Table(title=title, title_justify="left")
+    for index, column in enumerate(columns):
+        table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
+    for row in rows:
+        styled = [f"[green]{c}[/]" if c == "PASS" else f"[red]{c}[/]" if c == "FAIL" else c
+                  for c in row]
+        table.add_row(*styled)
+    Console(width=200).print(table)

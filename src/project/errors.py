@@ -1,0 +1,32 @@
+"""One exception hierarchy for the whole package.
+
+Every message says what was wrong, where (grid, state, function or period) and what to do.
+"""
+
+
+class ProjectError(Exception):
+    """Base class of every error raised on purpose by this package."""
+
+
+class GridInitializationError(ProjectError, ValueError):
+    """A grid was constructed with invalid points or knobs."""
+
+
+class ModelSpecificationError(ProjectError, ValueError):
+    """A model's functions, states, actions or horizon are inconsistent."""
+
+
+class ParamsError(ProjectError, ValueError):
+    """Parameters are missing, unexpected or wrongly shaped."""
+
+
+class InvalidTransitionError(ProjectError, ValueError):
+    """A stochastic transition returned probabilities that are negative or do not sum to one."""
+
+
+class InvalidValueFunctionError(ProjectError, FloatingPointError):
+    """A value function contains NaN (or +inf) values."""
+
+
+class CheckpointError(ProjectError, OSError):
+    """A persisted product is missing, partial or corrupted."""

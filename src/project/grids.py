@@ -1,0 +1,337 @@
+"""Grids for states and actions, with their two knobs: ``batch_size`` (splay) and ``distributed``.
+
+A grid only stores plain Python numbers, so constructing one never touches JAX. Points are made
+with ``to_jax()`` in the working precision when a model is solved. ``batch_size > 0`` chunks the
+state sweep along the grid's axis with ``jax.lax.map`` (a memory knob, value-identical to no
+splay); ``distributed=True`` shards a discrete axis that never transitions over devices (the speed
+knob). The two never go on the same axis.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import jax.numpy as jnp
+
+from project.errors import GridInitializationError
+
+__all__ = [
+    "ContinuousGrid",
+    "DiscreteGrid",
+    "Grid",
+    "IrregSpacedGrid",
+    "LinSpacedGrid",
+    "LogSpacedGrid",
+]
+
+
+def _check_knobs(*, name: str, batch_size: Any, distributed: Any) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int):
+        msg = (
+            f"{name}: batch_size must be a non-negative int, got {batch_size!r}. "
+            "Use 0 for no splay or a positive chunk length."
+        )
+        raise GridInitializationError(msg)
+    if batch_size < 0:
+        msg = (
+            f"{name}: batch_size must be >= 0, got {batch_size}. "
+            "Use 0 for no splay or a positive chunk length."
+        )
+        raise GridInitializationError(msg)
+    if not isinstance(distributed, bool):
+        msg = f"{name}: distributed must be True or False, got {distributed!r}."
+        raise GridInitializationError(msg)
+    if distributed and batch_size > 0:
+        msg = (
+            f"{name}: batch_size={batch_size} and distributed=True on the same grid. Splay "
+            "(batch_size) chunks an axis on one device to save memory; sharding (distributed) "
+            "already gives each device one block of it. Choose one: drop batch_size here and "
+            "splay another axis, or set distributed=False."
+        )
+        raise GridInitializationError(msg)
+
+
+class Grid:
+    """Common interface of all grids."""
+
+    name: str
+    batch_size: int
+    distributed: bool
+
+    @property
+    def n_points(self) -> int:
+        """Return the number of points."""
+        raise NotImplementedError
+
+    @property
+    def is_discrete(self) -> bool:
+        """Return whether the grid holds categories rather than numbers."""
+        return isinstance(self, DiscreteGrid)
+
+    def to_jax(self) -> jnp.ndarray:
+        """Return the points (codes for discrete grids) as a JAX array."""
+        raise NotImplementedError
+
+    def describe(self) -> dict[str, Any]:
+        """Return a JSON-serialisable description from which ``grid_from_description`` rebuilds it."""
+        raise NotImplementedError
+
+
+class ContinuousGrid(Grid):
+    """A grid of real numbers; V is interpolated linearly between its points."""
+
+    def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Return the segment ``i`` in ``0..n_points-2`` holding ``x`` and the weight of point i+1.
+
+        The weight is ``(x - points[i]) / (points[i+1] - points[i])``: linear in ``x`` on every
+        grid kind. Values outside ``[points[0], points[-1]]`` use the outermost segment with a
+        weight below 0 or above 1, so V is extrapolated linearly.
+        """
+        raise NotImplementedError
+
+
+class DiscreteGrid(Grid):
+    """Categories taken from a user-defined class whose attributes are the int codes 0..n-1.
+
+    Example::
+
+        @dataclass(frozen=True)
+        class RetirementStatus:
+            working: int = 0
+            retired: int = 1
+
+        DiscreteGrid(RetirementStatus)
+    """
+
+    def __init__(
+        self, category_class: type, *, batch_size: int = 0, distributed: bool = False
+    ) -> None:
+        self.name = getattr(category_class, "__name__", repr(category_class))
+        _check_knobs(name=f"DiscreteGrid({self.name})", batch_size=batch_size,
+                     distributed=distributed)
+        self.category_class = category_class
+        self.batch_size = batch_size
+        self.distributed = distributed
+        self.labels, self.codes = _categories_of(category_class, grid_name=self.name)
+
+    @property
+    def n_points(self) -> int:
+        """Return the number of categories."""
+        return len(self.codes)
+
+    def to_jax(self) -> jnp.ndarray:
+        """Return the int32 codes."""
+        return jnp.asarray(self.codes, dtype=jnp.int32)
+
+    def describe(self) -> dict[str, Any]:
+        """Return kind, labels and knobs."""
+        return {"kind": "discrete", "name": self.name, "labels": list(self.labels),
+                "batch_size": self.batch_size, "distributed": self.distributed}
+
+
+def _categories_of(category_class: type, *, grid_name: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    if dataclasses.is_dataclass(category_class):
+        items = [(f.name, f.default) for f in dataclasses.fields(category_class)]
+    else:
+        items = [(k, v) for k, v in vars(category_class).items() if not k.startswith("_")]
+    if not items:
+        msg = (
+            f"DiscreteGrid({grid_name}): the category class defines no categories. Give it one "
+            "int attribute per category, e.g. `working: int = 0; retired: int = 1`."
+        )
+        raise GridInitializationError(msg)
+    labels = tuple(label for label, _ in items)
+    codes = tuple(code for _, code in items)
+    bad = [label for label, code in items if isinstance(code, bool) or not isinstance(code, int)]
+    if bad:
+        msg = f"DiscreteGrid({grid_name}): categories {bad} are not int codes. Give each an int."
+        raise GridInitializationError(msg)
+    duplicated = sorted({c for c in codes if codes.count(c) > 1})
+    if duplicated:
+        msg = (
+            f"DiscreteGrid({grid_name}): duplicate category codes {duplicated} in {dict(items)}. "
+            "Give every category its own code."
+        )
+        raise GridInitializationError(msg)
+    if sorted(codes) != list(range(len(codes))):
+        msg = (
+            f"DiscreteGrid({grid_name}): category codes must be 0..{len(codes) - 1} "
+            f"(they index V), got {dict(items)}. Renumber them consecutively from 0."
+        )
+        raise GridInitializationError(msg)
+    order = sorted(range(len(codes)), key=codes.__getitem__)
+    return tuple(labels[i] for i in order), tuple(range(len(codes)))
+
+
+class LinSpacedGrid(ContinuousGrid):
+    """``n_points`` evenly spaced points from ``start`` to ``stop`` (both included)."""
+
+    def __init__(self, *, start: float, stop: float, n_points: int, batch_size: int = 0,
+                 distributed: bool = False, name: str | None = None) -> None:
+        name = name or f"LinSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
+        self.name = name
+        _check_continuous(name=name, start=start, stop=stop, n_points=n_points,
+                          batch_size=batch_size, distributed=distributed)
+        self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
+        self.batch_size, self.distributed = batch_size, distributed
+
+    @property
+    def n_points(self) -> int:
+        """Return the number of points."""
+        return self._n_points
+
+    def to_jax(self) -> jnp.ndarray:
+        """Return ``jnp.linspace(start, stop, n_points)`` in the working precision."""
+        return jnp.linspace(self.start, self.stop, self.n_points)
+
+    def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Locate ``x`` in closed form (no search)."""
+        del points
+        coordinate = (x - self.start) * ((self.n_points - 1) / (self.stop - self.start))
+        lower = jnp.clip(jnp.floor(coordinate), 0, self.n_points - 2)
+        return lower.astype(jnp.int32), coordinate - lower
+
+    def describe(self) -> dict[str, Any]:
+        """Return kind, bounds, size and knobs."""
+        return {"kind": "linspace", "name": self.name, "start": self.start, "stop": self.stop,
+                "n_points": self.n_points, "batch_size": self.batch_size,
+                "distributed": self.distributed}
+
+
+class LogSpacedGrid(ContinuousGrid):
+    """``n_points`` points evenly spaced in logs from ``start > 0`` to ``stop``."""
+
+    def __init__(self, *, start: float, stop: float, n_points: int, batch_size: int = 0,
+                 distributed: bool = False, name: str | None = None) -> None:
+        name = name or f"LogSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
+        self.name = name
+        _check_continuous(name=name, start=start, stop=stop, n_points=n_points,
+                          batch_size=batch_size, distributed=distributed)
+        if start <= 0:
+            msg = (
+                f"{name}: a log-spaced grid needs start > 0, got start={start}. Use a "
+                "LinSpacedGrid or shift the variable so that it is positive."
+            )
+            raise GridInitializationError(msg)
+        self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
+        self.batch_size, self.distributed = batch_size, distributed
+
+    @property
+    def n_points(self) -> int:
+        """Return the number of points."""
+        return self._n_points
+
+    def to_jax(self) -> jnp.ndarray:
+        """Return the log-spaced points in the working precision."""
+        return jnp.exp(jnp.linspace(math.log(self.start), math.log(self.stop), self.n_points))
+
+    def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Locate the segment in logs; the weight is linear in ``x`` (``x <= 0``: first segment)."""
+        step = (math.log(self.stop) - math.log(self.start)) / (self.n_points - 1)
+        safe = jnp.where(x > 0, x, self.start)
+        lower = jnp.clip(jnp.floor((jnp.log(safe) - math.log(self.start)) / step), 0,
+                         self.n_points - 2).astype(jnp.int32)
+        return lower, (x - points[lower]) / (points[lower + 1] - points[lower])
+
+    def describe(self) -> dict[str, Any]:
+        """Return kind, bounds, size and knobs."""
+        return {"kind": "logspace", "name": self.name, "start": self.start, "stop": self.stop,
+                "n_points": self.n_points, "batch_size": self.batch_size,
+                "distributed": self.distributed}
+
+
+class IrregSpacedGrid(ContinuousGrid):
+    """Explicit, strictly increasing, finite points."""
+
+    def __init__(self, *, points: Sequence[float], batch_size: int = 0,
+                 distributed: bool = False, name: str | None = None) -> None:
+        points = tuple(float(p) for p in points)
+        name = name or f"IrregSpacedGrid(n_points={len(points)})"
+        self.name = name
+        _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
+        _check_not_distributed(name=name, distributed=distributed)
+        if len(points) < 2:
+            msg = f"{name}: needs at least 2 points, got {len(points)}. Add points."
+            raise GridInitializationError(msg)
+        if not all(math.isfinite(p) for p in points):
+            msg = f"{name}: points must be finite, got {points}. Remove NaN/inf points."
+            raise GridInitializationError(msg)
+        if any(b <= a for a, b in zip(points[:-1], points[1:], strict=True)):
+            msg = (
+                f"{name}: points must be strictly increasing, got {points}. Sort them and "
+                "drop duplicates."
+            )
+            raise GridInitializationError(msg)
+        self.points, self.batch_size, self.distributed = points, batch_size, distributed
+
+    @property
+    def n_points(self) -> int:
+        """Return the number of points."""
+        return len(self.points)
+
+    def to_jax(self) -> jnp.ndarray:
+        """Return the points in the working precision."""
+        return jnp.asarray(self.points, dtype=jnp.asarray(0.0).dtype)
+
+    def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Locate the segment with a sorted search."""
+        upper = jnp.clip(jnp.searchsorted(points, x, side="right"), 1, self.n_points - 1)
+        lower = (upper - 1).astype(jnp.int32)
+        return lower, (x - points[lower]) / (points[upper] - points[lower])
+
+    def describe(self) -> dict[str, Any]:
+        """Return kind, points and knobs."""
+        return {"kind": "irregular", "name": self.name, "points": list(self.points),
+                "batch_size": self.batch_size, "distributed": self.distributed}
+
+
+def _check_not_distributed(*, name: str, distributed: bool) -> None:
+    if distributed:
+        msg = (
+            f"{name}: distributed=True on a continuous grid. Continuous axes cannot be sharded: "
+            "every interpolation of next period's V reads arbitrary points along the axis, so "
+            "each device would gather the whole V array. Shard a discrete state that never "
+            f"transitions instead, or splay this axis with batch_size > 0 to save memory."
+        )
+        raise GridInitializationError(msg)
+
+
+def _check_continuous(*, name: str, start: float, stop: float, n_points: int, batch_size: int,
+                      distributed: bool) -> None:
+    _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
+    _check_not_distributed(name=name, distributed=distributed)
+    if isinstance(n_points, bool) or not isinstance(n_points, int) or n_points < 2:
+        msg = f"{name}: n_points must be an int >= 2, got {n_points!r}. Use at least 2 points."
+        raise GridInitializationError(msg)
+    if not (math.isfinite(start) and math.isfinite(stop)):
+        msg = f"{name}: start and stop must be finite, got start={start}, stop={stop}."
+        raise GridInitializationError(msg)
+    if start >= stop:
+        msg = f"{name}: start must be < stop, got start={start}, stop={stop}. Swap or widen them."
+        raise GridInitializationError(msg)
+
+
+def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:
+    """Rebuild a continuous grid from ``Grid.describe()`` output (discrete grids need their class)."""
+    kind = description["kind"]
+    knobs = {"batch_size": description["batch_size"], "distributed": description["distributed"],
+             "name": description["name"]}
+    if kind == "linspace":
+        return LinSpacedGrid(start=description["start"], stop=description["stop"],
+                             n_points=description["n_points"], **knobs)
+    if kind == "logspace":
+        return LogSpacedGrid(start=description["start"], stop=description["stop"],
+                             n_points=description["n_points"], **knobs)
+    if kind == "irregular":
+        return IrregSpacedGrid(points=description["points"], **knobs)
+    msg = f"Cannot rebuild a grid of kind {kind!r}; expected linspace, logspace or irregular."
+    raise GridInitializationError(msg)
+
+
+def categories(name: str, labels: Sequence[str]) -> type:
+    """Return a frozen dataclass with one int field per label (codes 0..n-1), for ``DiscreteGrid``."""
+    fields = [(label, int, dataclasses.field(default=code)) for code, label in enumerate(labels)]
+    return dataclasses.make_dataclass(name, fields, frozen=True)

@@ -1,0 +1,54 @@
+"""Check user parameters against a model's template (names and shapes)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from project.errors import ParamsError
+
+if TYPE_CHECKING:
+    from project.model.spec import Model
+
+
+def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp.ndarray]:
+    """Return params as float JAX arrays (working precision) after checking names and shapes."""
+    template = model.params_template
+    missing = sorted(set(template) - set(params))
+    extra = sorted(set(params) - set(template))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unexpected {extra}")
+        msg = (
+            f"Model {model.name!r}: params are {' and '.join(parts)}. Expected exactly "
+            f"{list(template)} (see model.params_template)."
+        )
+        raise ParamsError(msg)
+    converted: dict[str, jnp.ndarray] = {}
+    wrong = []
+    for key, shape in template.items():
+        try:
+            value = np.asarray(params[key])
+        except (TypeError, ValueError) as error:
+            wrong.append(f"{key}: cannot be read as an array ({error})")
+            continue
+        if value.dtype.kind not in "biuf":
+            wrong.append(f"{key}: expected numbers, got dtype {value.dtype}")
+            continue
+        if value.shape != shape:
+            wrong.append(f"{key}: expected shape {shape}, got {value.shape}")
+            continue
+        converted[key] = jnp.asarray(value, dtype=jnp.asarray(0.0).dtype)
+    if wrong:
+        msg = (
+            f"Model {model.name!r}: invalid params: {'; '.join(wrong)}. Give each a number or "
+            "an array of the expected shape (see model.params_template)."
+        )
+        raise ParamsError(msg)
+    return converted

@@ -1,0 +1,265 @@
+"""A model states one phase of a life cycle as grids and plain functions composed with ``dags``.
+
+Functions are linked by argument name. An argument can be a state, an action, another function,
+``age``, ``period``, the realised next outcome ``next_<state>`` of a stochastic state (in laws of
+motion only), or else a parameter. ``beta`` (the discount factor) is always a parameter.
+
+Designed for regimes: a later ``RegimeModel`` can hold several ``Model`` phases (working life,
+retirement, death), each with its own states, actions and functions, linked by regime transitions.
+Nothing here assumes there is only one.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from typing import Any
+
+import dags
+import dags.exceptions
+
+from project.errors import ModelSpecificationError
+from project.grids import DiscreteGrid, Grid
+
+RESERVED_ARGUMENTS = ("age", "period")
+DISCOUNT_FACTOR = "beta"
+
+
+def transition_target(state: str) -> str:
+    """Return the dags name of a stochastic state's probability function."""
+    return f"transition_probs_of_{state}"
+
+
+class Model:
+    """A dynamic model: grids, functions, constraints and a horizon.
+
+    Args:
+        name: Used in messages and products.
+        states: State grids; V's axes follow this order.
+        actions: Action grids; continuous actions are searched on their grid.
+        functions: ``utility``, ``next_<state>`` for every deterministic state, and auxiliaries.
+        constraints: Functions returning True where an action is feasible.
+        stochastic_transitions: For each stochastic (discrete) state, a function returning the
+            probability vector over its categories next period.
+        n_periods: Number of periods; or give ``ages`` (one per period) instead.
+        param_shapes: Shapes of array-valued parameters; every other parameter is a scalar.
+    """
+
+    def __init__(  # noqa: PLR0913
+        self,
+        *,
+        name: str,
+        states: Mapping[str, Grid],
+        actions: Mapping[str, Grid],
+        functions: Mapping[str, Callable[..., Any]],
+        constraints: Mapping[str, Callable[..., Any]] | None = None,
+        stochastic_transitions: Mapping[str, Callable[..., Any]] | None = None,
+        n_periods: int | None = None,
+        ages: Sequence[float] | None = None,
+        param_shapes: Mapping[str, tuple[int, ...]] | None = None,
+    ) -> None:
+        self.name = name
+        self.states = dict(states)
+        self.actions = dict(actions)
+        self.functions = dict(functions)
+        self.constraints = dict(constraints or {})
+        self.stochastic_transitions = dict(stochastic_transitions or {})
+        self.ages = _horizon(name=name, n_periods=n_periods, ages=ages)
+        self.param_shapes = {k: tuple(v) for k, v in (param_shapes or {}).items()}
+        _validate_names(self)
+        _validate_graph(self)
+        unknown_shapes = sorted(set(self.param_shapes) - set(self.params_template))
+        if unknown_shapes:
+            msg = (
+                f"Model {name!r}: param_shapes names {unknown_shapes}, which are not parameters "
+                f"of any function. Parameters are {sorted(self.params_template)}."
+            )
+            raise ModelSpecificationError(msg)
+
+    @property
+    def n_periods(self) -> int:
+        """Return the number of periods."""
+        return len(self.ages)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """Return state names in V's axis order."""
+        return tuple(self.states)
+
+    @property
+    def action_names(self) -> tuple[str, ...]:
+        """Return action names in the order of the policy's action product."""
+        return tuple(self.actions)
+
+    @property
+    def deterministic_states(self) -> tuple[str, ...]:
+        """Return states with a law of motion ``next_<state>``."""
+        return tuple(s for s in self.states if s not in self.stochastic_transitions)
+
+    @cached_property
+    def dag_functions(self) -> dict[str, Callable[..., Any]]:
+        """Return every function under its dags name (constraints and transitions included)."""
+        combined = dict(self.functions) | dict(self.constraints)
+        for state, func in self.stochastic_transitions.items():
+            combined[transition_target(state)] = func
+        return combined
+
+    @cached_property
+    def params_template(self) -> dict[str, tuple[int, ...]]:
+        """Return every parameter with its expected shape (``()`` for scalars), sorted by name."""
+        names = {DISCOUNT_FACTOR}
+        for func in self.dag_functions.values():
+            names.update(a for a in _arguments(func) if not self._is_known(a))
+        return {n: self.param_shapes.get(n, ()) for n in sorted(names)}
+
+    def ancestors(self, target: str) -> set[str]:
+        """Return every name that ``target`` depends on (functions and inputs)."""
+        return dags.get_ancestors(self.dag_functions, targets=[target])
+
+    def depends_on_actions(self, target: str) -> bool:
+        """Return whether ``target`` depends on any action."""
+        return bool(self.ancestors(target) & set(self.actions))
+
+    def outcome_dependent_stochastic_states(self) -> set[str]:
+        """Return stochastic states whose realised outcome enters a law of motion."""
+        used: set[str] = set()
+        for state in self.deterministic_states:
+            used |= self.ancestors(f"next_{state}")
+        return {s for s in self.stochastic_transitions if f"next_{s}" in used}
+
+    def _is_known(self, argument: str) -> bool:
+        return (
+            argument in self.states
+            or argument in self.actions
+            or argument in self.dag_functions
+            or argument in RESERVED_ARGUMENTS
+            or (argument.startswith("next_") and argument[5:] in self.stochastic_transitions)
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """Return a JSON-serialisable description of the model."""
+        return {
+            "name": self.name,
+            "states": {k: g.describe() for k, g in self.states.items()},
+            "actions": {k: g.describe() for k, g in self.actions.items()},
+            "stochastic_states": sorted(self.stochastic_transitions),
+            "functions": sorted(self.functions),
+            "constraints": sorted(self.constraints),
+            "ages": list(self.ages),
+            "params": {k: list(v) for k, v in self.params_template.items()},
+        }
+
+
+def _arguments(func: Callable[..., Any]) -> list[str]:
+    return list(inspect.signature(func).parameters)
+
+
+def _horizon(*, name: str, n_periods: int | None, ages: Sequence[float] | None) -> tuple[float, ...]:
+    if (n_periods is None) == (ages is None):
+        msg = f"Model {name!r}: give exactly one of n_periods or ages to set the horizon."
+        raise ModelSpecificationError(msg)
+    if ages is None:
+        if isinstance(n_periods, bool) or not isinstance(n_periods, int) or n_periods < 1:
+            msg = f"Model {name!r}: n_periods must be a positive int, got {n_periods!r}."
+            raise ModelSpecificationError(msg)
+        return tuple(float(t) for t in range(n_periods))
+    ages = tuple(float(a) for a in ages)
+    if not ages or any(b <= a for a, b in zip(ages[:-1], ages[1:], strict=True)):
+        msg = f"Model {name!r}: ages must be non-empty and strictly increasing, got {ages}."
+        raise ModelSpecificationError(msg)
+    return ages
+
+
+def _validate_names(model: Model) -> None:  # noqa: C901
+    name = model.name
+    clash = sorted(set(model.states) & set(model.actions))
+    if clash:
+        msg = f"Model {name!r}: {clash} are both states and actions. Rename one of them."
+        raise ModelSpecificationError(msg)
+    reserved = sorted(
+        (set(model.states) | set(model.actions) | set(model.dag_functions))
+        & {*RESERVED_ARGUMENTS, DISCOUNT_FACTOR}
+    )
+    if reserved:
+        msg = f"Model {name!r}: {reserved} are reserved names (age, period, beta). Rename them."
+        raise ModelSpecificationError(msg)
+    if "utility" not in model.functions:
+        msg = f"Model {name!r}: functions must include 'utility'. Add a utility function."
+        raise ModelSpecificationError(msg)
+    shadowing = sorted((set(model.functions) | set(model.constraints))
+                       & (set(model.states) | set(model.actions)))
+    if shadowing:
+        msg = (
+            f"Model {name!r}: functions {shadowing} are named like states or actions and would "
+            "shadow their grid values. Rename the functions."
+        )
+        raise ModelSpecificationError(msg)
+    overlap = sorted(set(model.functions) & set(model.constraints))
+    if overlap:
+        msg = f"Model {name!r}: {overlap} are both functions and constraints. Rename them."
+        raise ModelSpecificationError(msg)
+    for state, grid in model.stochastic_transitions.items():
+        if state not in model.states:
+            msg = (
+                f"Model {name!r}: stochastic_transitions names {state!r}, which is not a state. "
+                f"States are {list(model.states)}."
+            )
+            raise ModelSpecificationError(msg)
+        if not isinstance(model.states[state], DiscreteGrid):
+            msg = (
+                f"Model {name!r}: stochastic state {state!r} must have a DiscreteGrid; "
+                "discretise the process (e.g. Rouwenhorst) first."
+            )
+            raise ModelSpecificationError(msg)
+        if f"next_{state}" in model.functions:
+            msg = (
+                f"Model {name!r}: state {state!r} has both a stochastic transition and a law of "
+                f"motion 'next_{state}'. Keep one of them."
+            )
+            raise ModelSpecificationError(msg)
+        del grid
+    missing = [s for s in model.deterministic_states if f"next_{s}" not in model.functions]
+    if missing:
+        msg = (
+            f"Model {name!r}: states {missing} have no law of motion. Add a function "
+            f"'next_<state>' for each (identity for a permanent type) or declare them stochastic."
+        )
+        raise ModelSpecificationError(msg)
+    for key in model.functions:
+        if key.startswith("next_") and key[5:] not in model.states:
+            msg = (
+                f"Model {name!r}: function {key!r} is a law of motion for an unknown state "
+                f"{key[5:]!r}. States are {list(model.states)}."
+            )
+            raise ModelSpecificationError(msg)
+
+
+def _validate_graph(model: Model) -> None:
+    name = model.name
+    for key, func in model.dag_functions.items():
+        for argument in _arguments(func):
+            if argument.startswith("next_") and not model._is_known(argument):  # noqa: SLF001
+                msg = (
+                    f"Model {name!r}: function {key!r} takes unknown argument {argument!r}. "
+                    "A 'next_<state>' argument must be a law of motion or the outcome of a "
+                    "stochastic state."
+                )
+                raise ModelSpecificationError(msg)
+    try:
+        dags.create_dag(model.dag_functions, targets=None)
+    except dags.exceptions.CyclicDependencyError as error:
+        msg = f"Model {name!r}: the functions depend on each other in a cycle.\n{error}"
+        raise ModelSpecificationError(msg) from error
+    outcomes = {f"next_{s}" for s in model.stochastic_transitions}
+    period_targets = ["utility", *model.constraints, *map(transition_target,
+                                                            model.stochastic_transitions)]
+    for target in period_targets:
+        used = sorted(model.ancestors(target) & outcomes)
+        if used:
+            msg = (
+                f"Model {name!r}: {target!r} depends on next-period outcomes {used}. Only laws "
+                "of motion may use them; utility, constraints and transitions see the current "
+                "period."
+            )
+            raise ModelSpecificationError(msg)

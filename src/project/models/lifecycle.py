@@ -1,0 +1,123 @@
+"""The pipeline's default model: consumption, saving and retirement over the life cycle.
+
+States: a permanent preference type (never transitions; the axis to shard), lagged retirement
+(absorbing), Markov income (Rouwenhorst AR(1)) and continuous wealth. Actions: retirement and
+consumption. CRRA utility less a type-specific disutility of work; workers earn
+``wage * exp(income node)``, retirees a pension; retirement is mandatory from
+``mandatory_retirement_age``. V has axes (pref_type, lagged_retirement, income, wealth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax.numpy as jnp
+
+from project.grids import DiscreteGrid, LinSpacedGrid, categories
+from project.model import Model
+from project.models.ijrs import RetirementStatus, absorbing_retirement, borrowing_constraint
+from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
+
+DEFAULT_PARAMS = {
+    "beta": 0.96,
+    "crra": 2.0,
+    "r": 0.03,
+    "wage": 1.0,
+    "pension": 0.45,
+    "disutility_of_work": [0.05, 0.25],
+    "mandatory_retirement_age": 70.0,
+    "income_rho": 0.9,
+    "income_sigma": 0.1,
+}
+
+
+@dataclass(frozen=True)
+class PreferenceType:
+    """A permanent type that differs in its disutility of work."""
+
+    work_loving: int = 0
+    leisure_loving: int = 1
+
+
+def build_model(*, n_wealth: int = 100, n_consumption: int = 100, n_income: int = 5,
+                n_periods: int = 30, start_age: int = 50, wealth_batch_size: int = 0,
+                distributed_types: bool = False) -> Model:
+    """Return the life-cycle model; ages run from ``start_age`` for ``n_periods`` years."""
+
+    def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
+        return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
+
+    def income_transition(income: jnp.ndarray, income_rho: jnp.ndarray) -> jnp.ndarray:
+        return rouwenhorst_matrix(n_nodes=n_income, rho=income_rho)[income]
+
+    return Model(
+        name="lifecycle",
+        states={
+            "pref_type": DiscreteGrid(PreferenceType, distributed=distributed_types),
+            "lagged_retirement": DiscreteGrid(RetirementStatus),
+            "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
+            "wealth": LinSpacedGrid(start=0.2, stop=20, n_points=n_wealth,
+                                    batch_size=wealth_batch_size, name="wealth"),
+        },
+        actions={
+            "retirement": DiscreteGrid(RetirementStatus),
+            "consumption": LinSpacedGrid(start=0.05, stop=20, n_points=n_consumption,
+                                         name="consumption"),
+        },
+        functions={
+            "utility": utility,
+            "working": working,
+            "income_nodes": income_nodes,
+            "labor_income": labor_income,
+            "next_wealth": next_wealth,
+            "next_lagged_retirement": next_lagged_retirement,
+            "next_pref_type": next_pref_type,
+        },
+        constraints={
+            "borrowing_constraint": borrowing_constraint,
+            "absorbing_retirement": absorbing_retirement,
+            "mandatory_retirement": mandatory_retirement,
+        },
+        stochastic_transitions={"income": income_transition},
+        ages=range(start_age, start_age + n_periods),
+        param_shapes={"disutility_of_work": (len(PreferenceType.__dataclass_fields__),)},
+    )
+
+
+def working(retirement: jnp.ndarray) -> jnp.ndarray:
+    """Return 1 for a worker, 0 for a retiree."""
+    return 1 - retirement
+
+
+def utility(consumption: jnp.ndarray, working: jnp.ndarray, pref_type: jnp.ndarray,
+            crra: jnp.ndarray, disutility_of_work: jnp.ndarray) -> jnp.ndarray:
+    """Return CRRA utility of consumption less the type's disutility of work."""
+    return consumption ** (1 - crra) / (1 - crra) - disutility_of_work[pref_type] * working
+
+
+def labor_income(income: jnp.ndarray, income_nodes: jnp.ndarray,
+                 wage: jnp.ndarray) -> jnp.ndarray:
+    """Return the wage scaled by exp of the current income node."""
+    return wage * jnp.exp(income_nodes[income])
+
+
+def next_wealth(wealth: jnp.ndarray, consumption: jnp.ndarray, working: jnp.ndarray,
+                labor_income: jnp.ndarray, pension: jnp.ndarray, r: jnp.ndarray) -> jnp.ndarray:
+    """Return savings with interest plus labour income (workers) or the pension (retirees)."""
+    return (1 + r) * (wealth - consumption) + working * labor_income + (1 - working) * pension
+
+
+def next_lagged_retirement(retirement: jnp.ndarray) -> jnp.ndarray:
+    """Return this period's retirement choice."""
+    return retirement
+
+
+def next_pref_type(pref_type: jnp.ndarray) -> jnp.ndarray:
+    """Return the type unchanged: it is permanent."""
+    return pref_type
+
+
+def mandatory_retirement(age: jnp.ndarray, retirement: jnp.ndarray,
+                         mandatory_retirement_age: jnp.ndarray) -> jnp.ndarray:
+    """Return whether the choice respects mandatory retirement."""
+    return (age < mandatory_retirement_age) | (retirement == RetirementStatus.retired)

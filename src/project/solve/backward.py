@@ -1,0 +1,126 @@
+"""Backward induction over the horizon, one jitted kernel call per period."""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from project.model.params import validate_params
+from project.model.spec import Model
+from project.solve.checks import (
+    LogLevel,
+    check_log_level,
+    nan_locations,
+    validate_value_function,
+)
+from project.solve.kernel import Kernel, build_period_kernel, build_q_kernel
+from project.solve.transitions import check_transition_probabilities
+
+logger = logging.getLogger("project.solve")
+
+
+@dataclass(frozen=True)
+class Solution:
+    """V and the optimal policy (grid indices per action) for every period."""
+
+    model: Model
+    params: dict[str, jnp.ndarray]
+    value_function: tuple[jnp.ndarray, ...]
+    policy: tuple[dict[str, jnp.ndarray], ...]
+
+    def policy_values(self, *, period: int) -> dict[str, jnp.ndarray]:
+        """Return the optimal action values (grid points, or codes) per state in ``period``."""
+        return {
+            action: self.model.actions[action].to_jax()[indices]
+            for action, indices in self.policy[period].items()
+        }
+
+
+@dataclass
+class PeriodKernels:
+    """The compiled kernels of a model: one terminal, one for every other period."""
+
+    terminal: Kernel
+    regular: Kernel
+
+    def n_compiled(self) -> int:
+        """Return how many distinct executables have been compiled so far."""
+        return sum(k._cache_size() for k in (self.terminal, self.regular))  # noqa: SLF001
+
+
+_KERNELS: weakref.WeakKeyDictionary[Model, PeriodKernels] = weakref.WeakKeyDictionary()
+
+
+def period_kernels(model: Model) -> PeriodKernels:
+    """Return the model's kernels, built once per model object and reused by every solve."""
+    if model not in _KERNELS:
+        _KERNELS[model] = PeriodKernels(terminal=build_period_kernel(model, terminal=True),
+                                        regular=build_period_kernel(model, terminal=False))
+    return _KERNELS[model]
+
+
+def grid_points_of(model: Model) -> dict[str, jnp.ndarray]:
+    """Return every state and action grid's points in the working precision."""
+    return {n: g.to_jax() for n, g in (model.states | model.actions).items()}
+
+
+def solve(
+    *,
+    model: Model,
+    params: Mapping[str, Any],
+    log_level: LogLevel = "warning",
+) -> Solution:
+    """Solve ``model`` by backward induction and return V and the policy of every period.
+
+    ``log_level``: "off" (no checks, no per-period host synchronisation), "warning" (warn about
+    NaN/inf and continue), "progress" (also log each period with its time), "debug" (raise
+    ``InvalidValueFunctionError`` locating NaNs).
+    """
+    check_log_level(log_level)
+    params = validate_params(model=model, params=params)
+    grid_points = grid_points_of(model)
+    if log_level != "off" and model.stochastic_transitions:
+        check_transition_probabilities(model=model, params=params, grid_points=grid_points)
+    kernels = period_kernels(model)
+    float_dtype = jnp.asarray(0.0).dtype
+    values: list[jnp.ndarray] = [None] * model.n_periods
+    policies: list[dict[str, jnp.ndarray]] = [None] * model.n_periods
+    next_value = None
+    started = time.perf_counter()
+    for period in reversed(range(model.n_periods)):
+        terminal = period == model.n_periods - 1
+        kernel = kernels.terminal if terminal else kernels.regular
+        period_started = time.perf_counter()
+        arguments = (next_value, params, grid_points, jnp.asarray(period, dtype=jnp.int32),
+                     jnp.asarray(model.ages[period], dtype=float_dtype))
+        next_value, policies[period] = kernel(*arguments)
+        values[period] = next_value
+        validate_value_function(
+            value=next_value, period=period, state_names=model.state_names,
+            log_level=log_level,
+            describe_actions=lambda arguments=arguments, terminal=terminal: _locate_q_nans(
+                model=model, terminal=terminal, arguments=arguments),
+        )
+        if log_level in ("progress", "debug"):
+            jax.block_until_ready(next_value)
+            logger.info("Solved period %d (age %g) in %.3f s.", period, model.ages[period],
+                        time.perf_counter() - period_started)
+    jax.block_until_ready(values)
+    if log_level in ("progress", "debug"):
+        logger.info("Solved %r: %d periods in %.3f s.", model.name, model.n_periods,
+                    time.perf_counter() - started)
+    return Solution(model=model, params=params, value_function=tuple(values),
+                    policy=tuple(policies))
+
+
+def _locate_q_nans(*, model: Model, terminal: bool, arguments: tuple[Any, ...]) -> str:
+    q = build_q_kernel(model, terminal=terminal)(*arguments)
+    names = (*model.state_names, *model.action_names)
+    return f"Q(state, action) is NaN at: {nan_locations(q, axis_names=names)}."

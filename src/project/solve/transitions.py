@@ -1,0 +1,62 @@
+"""Check stochastic transitions on the grid: probabilities non-negative and summing to one.
+
+Each transition is evaluated only on the grids of the states and actions it depends on, for
+every period at once, and reduced on the device to one row per period.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project.errors import InvalidTransitionError, ModelSpecificationError
+from project.model.spec import Model, transition_target
+from project.solve.kernel import compose, sweep
+
+
+def check_transition_probabilities(
+    *,
+    model: Model,
+    params: dict[str, jnp.ndarray],
+    grid_points: dict[str, jnp.ndarray],
+) -> None:
+    """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
+    tolerance = 1e-10 if jnp.asarray(0.0).dtype == jnp.float64 else 1e-5
+    grids = model.states | model.actions
+    for state, grid in model.stochastic_transitions.items():
+        del grid
+        target = transition_target(state)
+        inputs = [n for n in grids if n in model.ancestors(target)]
+        probabilities = compose(model, [target])
+        axes = [(n, grid_points[n], 0, False) for n in inputs]
+
+        def per_period(period, age, axes=axes, probabilities=probabilities, target=target):  # noqa: ANN001, ANN202
+            env = {**params, "period": period, "age": age}
+            return sweep(lambda values, _: probabilities(env | values)[target], axes)
+
+        periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+        ages = jnp.asarray(model.ages, dtype=jnp.asarray(0.0).dtype)
+        stacked = jax.jit(jax.vmap(per_period))(periods, ages)
+        n_categories = model.states[state].n_points
+        if stacked.shape[-1] != n_categories:
+            msg = (
+                f"Model {model.name!r}: the transition of {state!r} returns "
+                f"{stacked.shape[-1]} probabilities, but {state!r} has {n_categories} "
+                "categories. Return one probability per category."
+            )
+            raise ModelSpecificationError(msg)
+        flat = stacked.reshape(model.n_periods, -1, n_categories)
+        lowest = np.asarray(jnp.min(flat, axis=(1, 2)))
+        worst_sum = np.asarray(jnp.max(jnp.abs(flat.sum(axis=-1) - 1.0), axis=1))
+        bad = np.flatnonzero(~(lowest >= -tolerance) | ~(worst_sum <= tolerance))
+        if bad.size:
+            period = int(bad[0])
+            msg = (
+                f"Model {model.name!r}: the transition probabilities of state {state!r} in "
+                f"period {period} (age {model.ages[period]:g}) are invalid: smallest "
+                f"{lowest[period]:.3g}, largest |sum - 1| {worst_sum[period]:.3g} over "
+                f"{inputs or 'no inputs'}. Return a probability vector that is non-negative "
+                "and sums to one on every grid point."
+            )
+            raise InvalidTransitionError(msg)

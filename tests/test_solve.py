@@ -1,0 +1,252 @@
+"""Solver behaviour: exact small cases, invariances, compile reuse, log levels and dtypes."""
+
+import logging
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from project import (
+    DiscreteGrid,
+    InvalidValueFunctionError,
+    LinSpacedGrid,
+    Model,
+    ProjectError,
+    solve,
+)
+from project.models import ijrs, lifecycle, precautionary
+from project.solve import period_kernels
+from project.solve.kernel import ExpectationPlan
+
+
+@dataclass(frozen=True)
+class Health:
+    bad: int = 0
+    good: int = 1
+
+
+@dataclass(frozen=True)
+class Work:
+    no: int = 0
+    yes: int = 1
+
+
+def two_period_model() -> Model:
+    """Working pays 1 + health but costs 1.2 and ruins health next period."""
+    return Model(
+        name="two_period",
+        states={"health": DiscreteGrid(Health)},
+        actions={"work": DiscreteGrid(Work)},
+        functions={
+            "utility": lambda health, work, cost: work * (1 + health) - cost * work,
+            "next_health": lambda health, work: jnp.where(work == Work.yes, Health.bad, health),
+        },
+        n_periods=2,
+    )
+
+
+def test_two_period_discrete_model_is_solved_exactly():
+    solution = solve(model=two_period_model(), params={"beta": 0.95, "cost": 1.2})
+    # Last period: bad health does not work (1 - 1.2 < 0), good health works (2 - 1.2).
+    np.testing.assert_allclose(solution.value_function[1], [0.0, 0.8], rtol=1e-6)
+    np.testing.assert_array_equal(solution.policy[1]["work"], [Work.no, Work.yes])
+    # First period, good health: work (0.8 + 0.95 * 0) beats rest (0 + 0.95 * 0.8 = 0.76).
+    np.testing.assert_allclose(solution.value_function[0], [0.0, 0.8], rtol=1e-6)
+    np.testing.assert_array_equal(solution.policy[0]["work"], [Work.no, Work.yes])
+    # A patient agent (beta = 1.1 > 1) rests to keep good health: 1.1 * 0.8 = 0.88 > 0.8.
+    patient = solve(model=two_period_model(), params={"beta": 1.1, "cost": 1.2})
+    np.testing.assert_allclose(patient.value_function[0], [0.0, 0.88], rtol=1e-6)
+    np.testing.assert_array_equal(patient.policy[0]["work"], [Work.no, Work.no])
+
+
+def assert_solutions_identical(left, right):
+    for t, (v_left, v_right) in enumerate(zip(left.value_function, right.value_function,
+                                              strict=True)):
+        np.testing.assert_array_equal(np.asarray(v_left), np.asarray(v_right), f"V, period {t}")
+        for action in left.policy[t]:
+            np.testing.assert_array_equal(np.asarray(left.policy[t][action]),
+                                          np.asarray(right.policy[t][action]))
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 100])
+def test_splay_on_wealth_is_value_identical(batch_size):
+    params = ijrs.DEFAULT_PARAMS
+    reference = solve(model=ijrs.build_model(n_wealth=60, n_consumption=80), params=params)
+    splayed = solve(model=ijrs.build_model(n_wealth=60, n_consumption=80,
+                                           wealth_batch_size=batch_size), params=params)
+    assert_solutions_identical(reference, splayed)
+
+
+@pytest.mark.parametrize(("income_batch", "wealth_batch"), [(2, 0), (1, 9), (3, 16)])
+def test_splay_on_stochastic_state_is_value_identical(income_batch, wealth_batch):
+    params = precautionary.DEFAULT_PARAMS
+    reference = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30),
+                      params=params)
+    splayed = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30,
+                                                    income_batch_size=income_batch,
+                                                    wealth_batch_size=wealth_batch),
+                    params=params)
+    assert_solutions_identical(reference, splayed)
+
+
+def precautionary_variant(*, transition, next_wealth=precautionary.next_wealth,
+                          stochastic=True) -> Model:
+    base = precautionary.build_model(n_wealth=30, n_consumption=25)
+    functions = dict(base.functions, next_wealth=next_wealth)
+    transitions = {"income": transition} if stochastic else {}
+    if not stochastic:
+        functions["next_income"] = transition
+    return Model(name="variant", states=base.states, actions=base.actions, functions=functions,
+                 constraints=base.constraints, stochastic_transitions=transitions,
+                 n_periods=base.n_periods)
+
+
+def test_identity_transition_equals_deterministic_model():
+    params = precautionary.DEFAULT_PARAMS
+    stochastic = precautionary_variant(
+        transition=lambda income: jnp.eye(5)[income])
+    deterministic = precautionary_variant(transition=lambda income: income, stochastic=False)
+    left = solve(model=stochastic, params=params)
+    right = solve(model=deterministic, params=params)
+    for v_left, v_right in zip(left.value_function, right.value_function, strict=True):
+        np.testing.assert_allclose(v_left, v_right, rtol=1e-6, atol=1e-6)
+    for p_left, p_right in zip(left.policy, right.policy, strict=True):
+        np.testing.assert_array_equal(p_left["consumption"], p_right["consumption"])
+
+
+def test_kept_expectation_equals_precontracted_expectation(x64):
+    """Probabilities that (trivially) depend on an action force the fused per-point path."""
+    params = precautionary.DEFAULT_PARAMS
+    base = precautionary.build_model(n_wealth=30, n_consumption=25)
+    transition = base.stochastic_transitions["income"]
+    precontracted = precautionary_variant(transition=transition)
+
+    def action_dependent(income, income_rho, consumption):
+        return transition(income, income_rho) + 0.0 * consumption
+
+    kept = precautionary_variant(transition=action_dependent)
+    assert ExpectationPlan.for_model(precontracted).precontracted == ("income",)
+    assert ExpectationPlan.for_model(kept).kept == ("income",)
+    for v_pre, v_kept in zip(solve(model=precontracted, params=params).value_function,
+                             solve(model=kept, params=params).value_function, strict=True):
+        np.testing.assert_allclose(v_pre, v_kept, rtol=1e-12, atol=1e-12)
+
+
+def test_law_of_motion_may_use_the_next_stochastic_outcome(x64):
+    """Income that arrives with next period's draw: E over outcomes of V(next wealth(outcome))."""
+    params = precautionary.DEFAULT_PARAMS
+    base = precautionary.build_model(n_wealth=30, n_consumption=25)
+    transition = base.stochastic_transitions["income"]
+
+    def next_wealth_with_next_income(wealth, consumption, income_nodes, next_income, r):
+        return (1 + r) * (wealth - consumption) + jnp.exp(income_nodes[next_income])
+
+    model = precautionary_variant(transition=transition, next_wealth=next_wealth_with_next_income)
+    assert ExpectationPlan.for_model(model).kept == ("income",)
+    solution = solve(model=model, params=params)
+    # Check one state-action point of period T-2 by hand.
+    v_next = np.asarray(solution.value_function[-1])
+    wealth_points = np.linspace(1, 20, 30)
+    nodes = np.asarray(base.functions["income_nodes"](0.9, 0.2))
+    probs = np.asarray(transition(2, 0.9))
+    income, w_index = 2, 10
+    c = float(solution.policy_values(period=model.n_periods - 2)["consumption"][income, w_index])
+    expected = sum(
+        probs[k] * np.interp(wealth_points[w_index] - c + np.exp(nodes[k]), wealth_points,
+                             v_next[k])
+        for k in range(5)
+    )
+    q = np.log(c) + 0.95 * expected
+    np.testing.assert_allclose(solution.value_function[-2][income, w_index], q, rtol=1e-12)
+
+
+def test_each_kernel_compiles_once_whatever_the_horizon():
+    model = precautionary.build_model(n_wealth=20, n_consumption=20, n_periods=12)
+    solve(model=model, params=precautionary.DEFAULT_PARAMS)
+    solve(model=model, params=dict(precautionary.DEFAULT_PARAMS, beta=0.9))
+    assert period_kernels(model).n_compiled() == 2
+
+
+def test_float32_by_default_and_float64_with_x64():
+    model = ijrs.build_model(n_wealth=20, n_consumption=20, n_periods=2)
+    assert solve(model=model, params=ijrs.DEFAULT_PARAMS).value_function[0].dtype == jnp.float32
+    jax.config.update("jax_enable_x64", True)
+    try:
+        model64 = ijrs.build_model(n_wealth=20, n_consumption=20, n_periods=2)
+        solution = solve(model=model64, params=ijrs.DEFAULT_PARAMS)
+        assert solution.value_function[0].dtype == jnp.float64
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def nan_model() -> Model:
+    """Log of (wealth - 3) is NaN for wealth < 3 in the last period."""
+    return Model(
+        name="nan_model",
+        states={"wealth": LinSpacedGrid(start=1, stop=5, n_points=5, name="wealth")},
+        actions={"consumption": LinSpacedGrid(start=1, stop=5, n_points=5, name="consumption")},
+        functions={"utility": lambda consumption, wealth: jnp.log(wealth - 3.0) + consumption,
+                   "next_wealth": lambda wealth, consumption: wealth - consumption + 1},
+        n_periods=2,
+    )
+
+
+def test_debug_log_level_raises_naming_period_and_dimensions():
+    with pytest.raises(InvalidValueFunctionError, match=r"period 1") as info:
+        solve(model=nan_model(), params={"beta": 0.9}, log_level="debug")
+    message = str(info.value)
+    assert "wealth at indices [0, 1]" in message
+    assert "consumption at indices [0, 1, 2, 3, 4]" in message
+
+
+def test_warning_log_level_warns_and_continues(caplog):
+    with caplog.at_level(logging.WARNING, logger="project.solve"):
+        solution = solve(model=nan_model(), params={"beta": 0.9}, log_level="warning")
+    assert np.isnan(np.asarray(solution.value_function[0])).any()
+    assert "contains NaN" in caplog.text
+
+
+def test_off_log_level_neither_checks_nor_logs(caplog):
+    with caplog.at_level(logging.DEBUG, logger="project.solve"):
+        solve(model=nan_model(), params={"beta": 0.9}, log_level="off")
+    assert caplog.text == ""
+
+
+def test_progress_log_level_reports_every_period(caplog):
+    model = precautionary.build_model(n_wealth=10, n_consumption=10, n_periods=3)
+    with caplog.at_level(logging.INFO, logger="project.solve"):
+        solve(model=model, params=precautionary.DEFAULT_PARAMS, log_level="progress")
+    assert [f"Solved period {t}" in caplog.text for t in range(3)] == [True] * 3
+
+
+def test_states_without_feasible_action_get_minus_inf_and_are_reported(caplog):
+    model = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=2)
+    infeasible = Model(name="infeasible", states=model.states, actions=model.actions,
+                       functions=model.functions,
+                       constraints=dict(model.constraints,
+                                        rich_only=lambda wealth: wealth > 100),
+                       n_periods=2)
+    with caplog.at_level(logging.WARNING, logger="project.solve"):
+        solution = solve(model=infeasible, params=ijrs.DEFAULT_PARAMS)
+    wealth = np.linspace(1, 400, 10)
+    assert np.isneginf(np.asarray(solution.value_function[1])[:, wealth <= 100]).all()
+    assert np.isfinite(np.asarray(solution.value_function[1])[:, wealth > 100]).all()
+    assert "have no feasible action" in caplog.text
+
+
+def test_unknown_log_level_raises():
+    with pytest.raises(ProjectError, match="log_level must be one of"):
+        solve(model=two_period_model(), params={"beta": 0.9, "cost": 1.0}, log_level="loud")
+
+
+def test_default_model_solves_with_finite_values():
+    model = lifecycle.build_model(n_wealth=30, n_consumption=30, n_periods=6, start_age=65)
+    solution = solve(model=model, params=lifecycle.DEFAULT_PARAMS, log_level="debug")
+    v0 = np.asarray(solution.value_function[0])
+    assert v0.shape == (2, 2, 5, 30)
+    assert np.isfinite(v0).all()
+    # More wealth is better, and the leisure-loving type values work less.
+    assert (np.diff(v0, axis=-1) >= 0).all()
+    assert (v0[1, 0] <= v0[0, 0] + 1e-6).all()
