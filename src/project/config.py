@@ -1,0 +1,41 @@
+"""Paths, model variants and solve settings of the pipeline (the only place to edit them).
+
+A variant is a shipped model with grid sizes and parameter overrides. Its full specification is
+written to ``bld/<variant>/model.json``, which the solve task depends on: changing a variant
+here reruns exactly that variant's chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SRC = Path(__file__).parent.resolve()
+ROOT = SRC.parents[1]
+BLD = ROOT / "bld"
+PAPER = ROOT / "paper"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One model to solve: a shipped model, its grid sizes and its parameter overrides."""
+
+    name: str
+    model: str = "lifecycle"
+    sizes: dict[str, int] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
+    log_level: str = "progress"
+    x64: bool = False
+
+
+DEFAULT_VARIANT = "baseline"
+
+VARIANTS: dict[str, Variant] = {
+    variant.name: variant
+    for variant in (
+        Variant(name="baseline", sizes={"n_wealth": 100, "n_consumption": 100, "n_periods": 30}),
+        Variant(name="low_pension", sizes={"n_wealth": 100, "n_consumption": 100,
+                                           "n_periods": 30}, params={"pension": 0.3}),
+    )
+}

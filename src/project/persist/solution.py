@@ -1,0 +1,113 @@
+"""Save and load a solved model: V and the policy per period as an orbax checkpoint.
+
+Layout of a solution directory::
+
+    arrays/            orbax checkpoint {"value_function": {"0": V_0, ...}, "policy": {...}}
+    metadata.json      model description, params, package versions (human-readable)
+    COMPLETE.json      the marker, written last; its absence means "not a finished product";
+                       it holds a digest of the arrays, so it changes exactly when they do
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+
+from project.errors import CheckpointError
+from project.model.spec import Model
+from project.persist.atomic import atomic_directory
+from project.solve.backward import Solution
+
+MARKER_NAME = "COMPLETE.json"
+PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
+
+
+def package_versions() -> dict[str, str]:
+    """Return the versions of the packages that determine a product's bytes."""
+    return {name: version(name) for name in PACKAGES}
+
+
+def save_solution(*, solution: Solution, directory: Path, extra: dict[str, Any] | None = None) -> Path:
+    """Write ``solution`` atomically to ``directory``; return the marker path (written last)."""
+    tree = {
+        "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
+        "policy": {str(t): dict(p) for t, p in enumerate(solution.policy)},
+    }
+    metadata = {
+        "model": solution.model.describe(),
+        "params": {k: jnp.asarray(v).tolist() for k, v in solution.params.items()},
+        "dtype": str(solution.value_function[0].dtype),
+        "versions": package_versions(),
+        **(extra or {}),
+    }
+    directory = Path(directory).absolute()
+    with atomic_directory(directory) as staging:
+        checkpointer = ocp.StandardCheckpointer()
+        checkpointer.save(staging / "arrays", tree)
+        checkpointer.wait_until_finished()
+        checkpointer.close()
+        _write_json(staging / "metadata.json", metadata)
+        _write_json(staging / MARKER_NAME, {"periods": solution.model.n_periods,
+                                            "sha256": tree_digest(tree)})
+    return directory / MARKER_NAME
+
+
+def load_solution(*, directory: Path, model: Model) -> Solution:
+    """Restore a solution saved by ``save_solution`` for ``model``."""
+    directory = Path(directory).absolute()
+    if not (directory / MARKER_NAME).exists():
+        msg = (
+            f"{directory} is not a complete solution (no {MARKER_NAME}): the solve was "
+            "interrupted or never ran. Rebuild it with `pytask`."
+        )
+        raise CheckpointError(msg)
+    metadata = json.loads((directory / "metadata.json").read_text())
+    if metadata["model"]["states"] != model.describe()["states"]:
+        msg = (
+            f"{directory} holds a solution of a model with other state grids than "
+            f"{model.name!r}. Rebuild it with `pytask` or load it with the matching model."
+        )
+        raise CheckpointError(msg)
+    try:
+        checkpointer = ocp.StandardCheckpointer()
+        tree = checkpointer.restore(directory / "arrays")
+        checkpointer.close()
+    except Exception as error:
+        msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
+        raise CheckpointError(msg) from error
+    n_periods = model.n_periods
+    return Solution(
+        model=model,
+        params={k: jnp.asarray(v) for k, v in metadata["params"].items()},
+        value_function=tuple(jnp.asarray(tree["value_function"][str(t)])
+                             for t in range(n_periods)),
+        policy=tuple({a: jnp.asarray(i) for a, i in tree["policy"][str(t)].items()}
+                     for t in range(n_periods)),
+    )
+
+
+def tree_digest(tree: dict[str, Any]) -> str:
+    """Return a SHA-256 over every array's path, dtype, shape and bytes (shard by shard).
+
+    The marker carries it, so the marker's bytes change exactly when the arrays do: pytask reruns
+    downstream tasks after a real change and stops early when a re-solve gave identical arrays.
+    """
+    digest = hashlib.sha256()
+    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
+    for path, leaf in sorted(leaves, key=lambda item: jax.tree_util.keystr(item[0])):
+        digest.update(f"{jax.tree_util.keystr(path)}|{leaf.dtype}|{leaf.shape}".encode())
+        for shard in sorted(leaf.addressable_shards, key=lambda s: str(s.index)):
+            digest.update(np.ascontiguousarray(shard.data).tobytes())
+    return digest.hexdigest()
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> None:
+    path.write_text(json.dumps(content, indent=2, sort_keys=True) + "\n")
