@@ -20,9 +20,10 @@ from project.config import BLD, SRC, VARIANTS, Variant
 from project.persist import MARKER_NAME, save_solution
 from project.pipeline import solve_specification, variant_specification
 
-ENGINE_SOURCES = sorted(
-    p for folder in ("model", "solve", "models") for p in (SRC / folder).glob("*.py")
-) + [SRC / "grids.py"]
+ENGINE_SOURCES = [
+    *sorted(p for folder in ("model", "solve", "models") for p in (SRC / folder).glob("*.py")),
+    SRC / "grids.py",
+]
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -53,5 +54,6 @@ for variant in VARIANTS.values():
         """Solve the variant and save V and the policy (orbax)."""
         specification = json.loads(specification_file.read_text())
         solution = solve_specification(specification)
-        save_solution(solution=solution, directory=produces.parent,
-                      extra={"variant": specification["name"]})
+        save_solution(
+            solution=solution, directory=produces.parent, extra={"variant": specification["name"]}
+        )

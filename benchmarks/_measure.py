@@ -74,8 +74,9 @@ class CompileEvents:
     def _listen(self, event: str, duration: float, **kwargs: Any) -> None:
         if self._active and event in self.PHASES:
             name = str(kwargs.get("fun_name", "?")).removeprefix("jit(").removesuffix(")")
-            self.records.append({"phase": self.PHASES[event], "function": name,
-                                 "seconds": duration})
+            self.records.append(
+                {"phase": self.PHASES[event], "function": name, "seconds": duration}
+            )
 
     @contextmanager
     def recording(self) -> Iterator[list[dict[str, Any]]]:
@@ -88,8 +89,9 @@ class CompileEvents:
             self._active = False
 
 
-def run_child(script: Path, config: dict[str, Any], *, extra_args: Sequence[str] = (),
-              timeout: float = 600) -> dict[str, Any]:
+def run_child(
+    script: Path, config: dict[str, Any], *, extra_args: Sequence[str] = (), timeout: float = 600
+) -> dict[str, Any]:
     """Run ``script --single <config> *extra_args`` in a fresh interpreter; return its result.
 
     On failure the returned dict holds ``error`` with the tail of the child's stderr.
@@ -97,14 +99,15 @@ def run_child(script: Path, config: dict[str, Any], *, extra_args: Sequence[str]
     command = [sys.executable, str(script), "--single", json.dumps(config), *extra_args]
     started = time.perf_counter()
     try:
-        completed = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
-                                   check=False)
+        completed = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, check=False
+        )
     except subprocess.TimeoutExpired:
         return {"config": config, "error": f"timed out after {timeout:.0f} s"}
     wall = time.perf_counter() - started
     for line in reversed(completed.stdout.splitlines()):
         if line.startswith(RESULT_MARKER):
-            result = json.loads(line[len(RESULT_MARKER):])
+            result = json.loads(line[len(RESULT_MARKER) :])
             result["process_wall_seconds"] = wall
             return result
     tail = (completed.stderr or completed.stdout)[-3000:]
@@ -150,7 +153,8 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
     for index, column in enumerate(columns):
         table.add_column(column, justify="left" if index == 0 else "right", no_wrap=index == 0)
     for row in rows:
-        styled = [f"[green]{c}[/]" if c == "PASS" else f"[red]{c}[/]" if c == "FAIL" else c
-                  for c in row]
+        styled = [
+            f"[green]{c}[/]" if c == "PASS" else f"[red]{c}[/]" if c == "FAIL" else c for c in row
+        ]
         table.add_row(*styled)
     Console(width=200).print(table)

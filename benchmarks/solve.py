@@ -95,8 +95,11 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
     params = module.DEFAULT_PARAMS
 
     def build() -> Any:
-        kwargs = {"n_wealth": config["n_wealth"], "n_consumption": config["n_consumption"],
-                  "n_periods": config["n_periods"]}
+        kwargs = {
+            "n_wealth": config["n_wealth"],
+            "n_consumption": config["n_consumption"],
+            "n_periods": config["n_periods"],
+        }
         if config["model"] == "precautionary":
             kwargs["n_income"] = 5
         return module.build_model(**kwargs)
@@ -123,8 +126,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
 
     default_level = default_log_level_timings(build, solve, repeats=2)
     transition_check = (
-        transition_check_timings(model, params, repeats=2)
-        if model.stochastic_transitions else None
+        transition_check_timings(model, params, repeats=2) if model.stochastic_transitions else None
     )
 
     value = solution.value_function[0]
@@ -140,7 +142,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
         "first_call_seconds": first_call,
         "first_call_breakdown": breakdown(first_events, first_call),
         "fresh_model_first_call_seconds": summarize(fresh),
-        "fresh_model_breakdown": fresh_breakdowns[len(fresh) // 2] if fresh else None,
+        "fresh_model_breakdowns": fresh_breakdowns,
         "warm_seconds": summarize(warm),
         "default_log_level": default_level,
         "transition_check_seconds": transition_check,
@@ -149,8 +151,9 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
         "peak_rss_mib": peak_rss_mib(),
         "rss_after_import_mib": rss_after_import,
         "rss_after_first_call_mib": rss_after_first_call,
-        "value_checksum": float(jax.numpy.nansum(jax.numpy.where(
-            jax.numpy.isfinite(value), value, 0.0))),
+        "value_checksum": float(
+            jax.numpy.nansum(jax.numpy.where(jax.numpy.isfinite(value), value, 0.0))
+        ),
     }
 
 
@@ -170,7 +173,8 @@ def breakdown(records: list[dict[str, Any]], total: float) -> dict[str, Any]:
         else:
             key = "other"
             other_functions[record["function"]] = (
-                other_functions.get(record["function"], 0.0) + record["seconds"])
+                other_functions.get(record["function"], 0.0) + record["seconds"]
+            )
         bucket = parts.setdefault(key, dict.fromkeys(phases, 0.0))
         bucket[record["phase"]] += record["seconds"]
     accounted = sum(sum(b.values()) for b in parts.values())
@@ -189,8 +193,11 @@ def default_log_level_timings(build: Any, solve: Any, *, repeats: int) -> dict[s
     model = build()
     first, _ = time_call(lambda: solve(model, "warning"))
     warm = repeat_seconds(lambda: solve(model, "warning"), repeats=repeats)
-    return {"log_level": "warning", "fresh_model_first_call_seconds": first,
-            "warm_seconds": summarize(warm)}
+    return {
+        "log_level": "warning",
+        "fresh_model_first_call_seconds": first,
+        "warm_seconds": summarize(warm),
+    }
 
 
 def transition_check_timings(model: Any, params: dict[str, Any], *, repeats: int) -> dict[str, Any]:
@@ -217,8 +224,10 @@ def transition_check_timings(model: Any, params: dict[str, Any], *, repeats: int
 def label(config: dict[str, Any]) -> str:
     """Return e.g. ``ijrs 100x500 f64 T=5``."""
     precision = "f64" if config["x64"] else "f32"
-    return (f"{config['model']} {config['n_wealth']}x{config['n_consumption']} {precision} "
-            f"T={config['n_periods']}")
+    return (
+        f"{config['model']} {config['n_wealth']}x{config['n_consumption']} {precision} "
+        f"T={config['n_periods']}"
+    )
 
 
 def configurations(*, quick: bool) -> list[dict[str, Any]]:
@@ -227,11 +236,24 @@ def configurations(*, quick: bool) -> list[dict[str, Any]]:
     for model, sizes in SIZES.items():
         for n_wealth, n_consumption in sizes[:1] if quick else sizes:
             for x64 in (True, False):
-                configs.append({"model": model, "n_wealth": n_wealth,
-                                "n_consumption": n_consumption, "n_periods": HORIZON,
-                                "x64": x64})
-    configs.append({"model": "ijrs", "n_wealth": 100, "n_consumption": 500,
-                    "n_periods": LONG_HORIZON, "x64": True})
+                configs.append(
+                    {
+                        "model": model,
+                        "n_wealth": n_wealth,
+                        "n_consumption": n_consumption,
+                        "n_periods": HORIZON,
+                        "x64": x64,
+                    }
+                )
+    configs.append(
+        {
+            "model": "ijrs",
+            "n_wealth": 100,
+            "n_consumption": 500,
+            "n_periods": LONG_HORIZON,
+            "x64": True,
+        }
+    )
     return configs
 
 
@@ -249,33 +271,60 @@ def metric(result: dict[str, Any] | None, name: str) -> float | None:
         return None
     warm = result["warm_seconds"]["median"]
     fresh = result["fresh_model_first_call_seconds"]["median"]
-    return {"first_call": result["first_call_seconds"], "warm": warm, "fresh": fresh,
-            "compile_estimate": fresh - warm}[name]
+    return {
+        "first_call": result["first_call_seconds"],
+        "warm": warm,
+        "fresh": fresh,
+        "compile_estimate": fresh - warm,
+    }[name]
 
 
 def evaluate_bars(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Return every bar of the issue with the measured value and PASS/FAIL."""
     bars = []
     for (model, n_wealth, n_consumption), (name, limit) in ROW_BARS.items():
-        result = find(results, model=model, n_wealth=n_wealth, n_consumption=n_consumption,
-                      n_periods=HORIZON, x64=True)
+        result = find(
+            results,
+            model=model,
+            n_wealth=n_wealth,
+            n_consumption=n_consumption,
+            n_periods=HORIZON,
+            x64=True,
+        )
         if result is None:
             continue
         what = "warm solve" if name == "warm" else "first call"
         value = metric(result, name)
-        bars.append({"bar": f"{what} {model} {n_wealth}x{n_consumption} f64", "value": value,
-                     "limit": limit, "unit": "s", "result": verdict(value, limit)})
-    short = find(results, model="ijrs", n_wealth=100, n_consumption=500, n_periods=HORIZON,
-                 x64=True)
-    long = find(results, model="ijrs", n_wealth=100, n_consumption=500, n_periods=LONG_HORIZON,
-                x64=True)
+        bars.append(
+            {
+                "bar": f"{what} {model} {n_wealth}x{n_consumption} f64",
+                "value": value,
+                "limit": limit,
+                "unit": "s",
+                "result": verdict(value, limit),
+            }
+        )
+    short = find(
+        results, model="ijrs", n_wealth=100, n_consumption=500, n_periods=HORIZON, x64=True
+    )
+    long = find(
+        results, model="ijrs", n_wealth=100, n_consumption=500, n_periods=LONG_HORIZON, x64=True
+    )
     if short and long:
-        for name, what in (("first_call", "first call"),
-                           ("compile_estimate", "fresh-model first call - warm")):
+        for name, what in (
+            ("first_call", "first call"),
+            ("compile_estimate", "fresh-model first call - warm"),
+        ):
             ratio = metric(long, name) / metric(short, name)
-            bars.append({"bar": f"ijrs 100x500 f64 T={LONG_HORIZON}/T={HORIZON}: {what}",
-                         "value": ratio, "limit": HORIZON_RATIO_LIMIT, "unit": "ratio",
-                         "result": verdict(ratio, HORIZON_RATIO_LIMIT)})
+            bars.append(
+                {
+                    "bar": f"ijrs 100x500 f64 T={LONG_HORIZON}/T={HORIZON}: {what}",
+                    "value": ratio,
+                    "limit": HORIZON_RATIO_LIMIT,
+                    "unit": "ratio",
+                    "result": verdict(ratio, HORIZON_RATIO_LIMIT),
+                }
+            )
     return bars
 
 
@@ -298,33 +347,52 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
             rows.append([label(result["config"]), "error", *[""] * 8])
             continue
         bar, outcome = row_bar(result)
-        rows.append([
-            result["label"],
-            f"{result['first_call_seconds']:.3f}",
-            f"{metric(result, 'fresh'):.3f}",
-            f"{metric(result, 'compile_estimate'):.3f}",
-            f"{result['warm_seconds']['median'] * 1e3:.1f}",
-            f"{result['warm_seconds']['min'] * 1e3:.1f}",
-            f"{result['peak_rss_mib']:.0f} ({result['rss_after_import_mib']:.0f})",
-            str(result["n_compiled"]),
-            bar,
-            outcome,
-        ])
+        rows.append(
+            [
+                result["label"],
+                f"{result['first_call_seconds']:.3f}",
+                f"{metric(result, 'fresh'):.3f}",
+                f"{metric(result, 'compile_estimate'):.3f}",
+                f"{result['warm_seconds']['median'] * 1e3:.1f}",
+                f"{result['warm_seconds']['min'] * 1e3:.1f}",
+                f"{result['peak_rss_mib']:.0f} ({result['rss_after_import_mib']:.0f})",
+                str(result["n_compiled"]),
+                bar,
+                outcome,
+            ]
+        )
     print_table(
         "project.solve(log_level='off'): one subprocess per row",
-        ["configuration", "first call s", "fresh model s", "compile est. s", "warm ms (med)",
-         "warm ms (min)", "peak RSS MiB (import)", "kernels", "bar", "result"],
+        [
+            "configuration",
+            "first call s",
+            "fresh model s",
+            "compile est. s",
+            "warm ms (med)",
+            "warm ms (min)",
+            "peak RSS MiB (import)",
+            "kernels",
+            "bar",
+            "result",
+        ],
         rows,
     )
     print_table(
         "Bars from the issue",
         ["bar", "measured", "limit", "result"],
-        [[b["bar"],
-          f"{b['value'] * 1e3:.1f} ms" if b["unit"] == "s" and b["value"] < 1 else
-          f"{b['value']:.3f}" + (" s" if b["unit"] == "s" else ""),
-          f"{b['limit'] * 1e3:.0f} ms" if b["unit"] == "s" and b["limit"] < 0.1 else
-          f"{b['limit']:g}" + (" s" if b["unit"] == "s" else "x"),
-          b["result"]] for b in bars],
+        [
+            [
+                b["bar"],
+                f"{b['value'] * 1e3:.1f} ms"
+                if b["unit"] == "s" and b["value"] < 1
+                else f"{b['value']:.3f}" + (" s" if b["unit"] == "s" else ""),
+                f"{b['limit'] * 1e3:.0f} ms"
+                if b["unit"] == "s" and b["limit"] < 0.1
+                else f"{b['limit']:g}" + (" s" if b["unit"] == "s" else "x"),
+                b["result"],
+            ]
+            for b in bars
+        ],
     )
     rows = []
     for result in results:
@@ -336,24 +404,35 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
         other = parts.get("other", {})
         check = result["transition_check_seconds"]
         default = result["default_log_level"]
-        rows.append([
-            result["label"],
-            f"{result['first_call_seconds']:.3f}",
-            f"{terminal.get('trace', 0):.3f} / {regular.get('trace', 0):.3f}",
-            f"{terminal.get('lower', 0):.3f} / {regular.get('lower', 0):.3f}",
-            f"{terminal.get('compile', 0):.3f} / {regular.get('compile', 0):.3f}",
-            f"{sum(other.values()):.3f} ({len(result['first_call_breakdown']['other_functions'])})",
-            f"{result['first_call_breakdown']['rest_seconds']:.3f}",
-            f"{result['first_call_seconds'] - metric(result, 'fresh'):.3f}",
-            f"{check['first']:.3f} / {check['repeated']['median']:.3f}" if check else "-",
-            f"{default['fresh_model_first_call_seconds']:.3f} / "
-            f"{default['warm_seconds']['median'] * 1e3:.1f} ms",
-        ])
+        rows.append(
+            [
+                result["label"],
+                f"{result['first_call_seconds']:.3f}",
+                f"{terminal.get('trace', 0):.3f} / {regular.get('trace', 0):.3f}",
+                f"{terminal.get('lower', 0):.3f} / {regular.get('lower', 0):.3f}",
+                f"{terminal.get('compile', 0):.3f} / {regular.get('compile', 0):.3f}",
+                f"{sum(other.values()):.3f} ({len(result['first_call_breakdown']['other_functions'])})",
+                f"{result['first_call_breakdown']['rest_seconds']:.3f}",
+                f"{result['first_call_seconds'] - metric(result, 'fresh'):.3f}",
+                f"{check['first']:.3f} / {check['repeated']['median']:.3f}" if check else "-",
+                f"{default['fresh_model_first_call_seconds']:.3f} / "
+                f"{default['warm_seconds']['median'] * 1e3:.1f} ms",
+            ]
+        )
     print_table(
         "First-call breakdown, seconds (jax.monitoring; kernels as terminal / regular)",
-        ["configuration", "first call", "trace T / R", "lower T / R", "XLA compile T / R",
-         "other jit ops (n)", "rest", "cold extra", "trans. check 1st / again",
-         "warning: fresh / warm"],
+        [
+            "configuration",
+            "first call",
+            "trace T / R",
+            "lower T / R",
+            "XLA compile T / R",
+            "other jit ops (n)",
+            "rest",
+            "cold extra",
+            "trans. check 1st / again",
+            "warning: fresh / warm",
+        ],
         rows,
     )
 
@@ -361,19 +440,30 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run all configurations in subprocesses, print tables and write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", type=Path, default=Path("bld/benchmarks/solve.json"),
-                        help="where to write the results (folder is created)")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=Path("bld/benchmarks/solve.json"),
+        help="where to write the results (folder is created)",
+    )
     parser.add_argument("--quick", action="store_true", help="only the small sizes")
     parser.add_argument("--repeats", type=int, default=5, help="warm calls per configuration")
-    parser.add_argument("--fresh-repeats", type=int, default=3,
-                        help="freshly built models solved per configuration after the first")
+    parser.add_argument(
+        "--fresh-repeats",
+        type=int,
+        default=3,
+        help="freshly built models solved per configuration after the first",
+    )
     parser.add_argument("--only", default="", help="only configurations whose label contains this")
     parser.add_argument("--single", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.single:
-        emit_result(run_single(json.loads(args.single), repeats=args.repeats,
-                               fresh_repeats=args.fresh_repeats))
+        emit_result(
+            run_single(
+                json.loads(args.single), repeats=args.repeats, fresh_repeats=args.fresh_repeats
+            )
+        )
         return 0
 
     script = Path(__file__).resolve()
@@ -385,16 +475,27 @@ def main(argv: list[str] | None = None) -> int:
         if args.only not in label(config):
             continue
         print(f"running {label(config)} ...", flush=True)
-        result = run_child(script, config, extra_args=[
-            f"--repeats={args.repeats}", f"--fresh-repeats={args.fresh_repeats}"])
+        result = run_child(
+            script,
+            config,
+            extra_args=[f"--repeats={args.repeats}", f"--fresh-repeats={args.fresh_repeats}"],
+        )
         if "error" in result:
             print(f"  FAILED: {result['error']}", flush=True)
         results.append(result)
     meta["load_average_after"] = list(environment()["load_average"])
     bars = evaluate_bars(results)
     report(results, bars)
-    write_json(args.json, {"benchmark": "solve", "quick": args.quick, "environment": meta,
-                           "results": results, "bars": bars})
+    write_json(
+        args.json,
+        {
+            "benchmark": "solve",
+            "quick": args.quick,
+            "environment": meta,
+            "results": results,
+            "bars": bars,
+        },
+    )
     print(NOTES)
     print(f"wrote {args.json}")
     failed = [r for r in results if "error" in r]

@@ -28,12 +28,14 @@ def build_cake_model() -> Model:
     return Model(
         name="cake",
         states={"wealth": LinSpacedGrid(start=LOW, stop=HIGH, n_points=N, name="wealth")},
-        actions={"consumption": LinSpacedGrid(start=LOW, stop=HIGH, n_points=N,
-                                              name="consumption")},
+        actions={
+            "consumption": LinSpacedGrid(start=LOW, stop=HIGH, n_points=N, name="consumption")
+        },
         functions={
             "utility": lambda consumption, crra: consumption ** (1 - crra) / (1 - crra),
-            "next_wealth": lambda wealth, consumption, interest_factor: interest_factor
-            * (wealth - consumption),
+            "next_wealth": lambda wealth, consumption, interest_factor: (
+                interest_factor * (wealth - consumption)
+            ),
         },
         constraints={"feasible": lambda consumption, wealth: consumption <= wealth},
         n_periods=T,
@@ -70,8 +72,9 @@ def cake_solution():
 
     jax.config.update("jax_enable_x64", True)
     try:
-        yield solve(model=build_cake_model(),
-                    params={"beta": BETA, "crra": RHO, "interest_factor": R})
+        yield solve(
+            model=build_cake_model(), params={"beta": BETA, "crra": RHO, "interest_factor": R}
+        )
     finally:
         jax.config.update("jax_enable_x64", False)
 
@@ -103,8 +106,10 @@ def test_derived_bounds_are_tight_enough_to_catch_a_wrong_discount_factor(cake_s
 
     jax.config.update("jax_enable_x64", True)
     try:
-        wrong = solve(model=build_cake_model(),
-                      params={"beta": BETA * 0.98, "crra": RHO, "interest_factor": R})
+        wrong = solve(
+            model=build_cake_model(),
+            params={"beta": BETA * 0.98, "crra": RHO, "interest_factor": R},
+        )
     finally:
         jax.config.update("jax_enable_x64", False)
     wealth = np.linspace(LOW, HIGH, N)

@@ -216,8 +216,13 @@ def test_duplicate_category_codes_are_rejected():
 @pytest.mark.parametrize("codes", [(0, 2), (1, 2), (-1, 0)])
 def test_non_consecutive_category_codes_are_rejected(codes):
     Gappy = dataclasses.make_dataclass(
-        "Gappy", [("a", int, dataclasses.field(default=codes[0])),
-                  ("b", int, dataclasses.field(default=codes[1]))], frozen=True)
+        "Gappy",
+        [
+            ("a", int, dataclasses.field(default=codes[0])),
+            ("b", int, dataclasses.field(default=codes[1])),
+        ],
+        frozen=True,
+    )
     with pytest.raises(
         GridInitializationError, match=r"^DiscreteGrid\(Gappy\): category codes must be 0\.\.1"
     ):
@@ -293,8 +298,11 @@ def test_categories_helper_builds_a_frozen_dataclass():
 
 def test_discrete_grid_describe():
     assert DiscreteGrid(Status, distributed=True).describe() == {
-        "kind": "discrete", "name": "Status", "labels": ["working", "retired"],
-        "batch_size": 0, "distributed": True,
+        "kind": "discrete",
+        "name": "Status",
+        "labels": ["working", "retired"],
+        "batch_size": 0,
+        "distributed": True,
     }
 
 
@@ -316,8 +324,7 @@ def test_log_grid_points():
     grid = LogSpacedGrid(start=1, stop=10_000, n_points=5, name="w")
     points = grid.to_jax()
     assert points.dtype == jnp.float32
-    np.testing.assert_allclose(np.asarray(points), [1.0, 10.0, 100.0, 1000.0, 10_000.0],
-                               rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(points), [1.0, 10.0, 100.0, 1000.0, 10_000.0], rtol=1e-5)
 
 
 def test_irregular_grid_points():
@@ -361,8 +368,9 @@ def _locate(grid, x):
     """Locate ``x`` as the solver does (jit of vmap over scalars), compiling once per grid."""
     points = grid.to_jax()
     if grid.name not in _LOCATORS:
-        _LOCATORS[grid.name] = jax.jit(jax.vmap(lambda v, p: grid.locate(v, points=p),
-                                                in_axes=(0, None)))
+        _LOCATORS[grid.name] = jax.jit(
+            jax.vmap(lambda v, p: grid.locate(v, points=p), in_axes=(0, None))
+        )
     x = np.asarray(x, dtype=np.float32).ravel()
     padded = np.resize(x, _PADDED_LENGTH)
     segment, weight = _LOCATORS[grid.name](jnp.asarray(padded), points)
@@ -372,8 +380,9 @@ def _locate(grid, x):
 def _check_linear(points, segment, weight, x):
     left, right = points[segment], points[segment + 1]
     np.testing.assert_allclose(left + weight * (right - left), x, rtol=1e-5, atol=1e-5)
-    np.testing.assert_allclose(weight, (np.asarray(x) - left) / (right - left), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        weight, (np.asarray(x) - left) / (right - left), rtol=1e-5, atol=1e-5
+    )
 
 
 @pytest.mark.parametrize("kind", list(LOCATE_GRIDS))

@@ -38,11 +38,12 @@ def kink_jump(*, period: int, n_periods: int, delta: float, low: float) -> float
     if period >= n_periods - 1:
         return 0.0
     grid = np.linspace(low, 400.0, 200_001)
-    value = worker_value(wealth=grid, period=period, n_periods=n_periods, beta=BETA,
-                         delta=delta, wage=WAGE)
+    value = worker_value(
+        wealth=grid, period=period, n_periods=n_periods, beta=BETA, delta=delta, wage=WAGE
+    )
     slope = np.diff(value) / np.diff(grid)
     window = 50
-    return float(np.max(slope[2 * window:] - slope[:-2 * window]).clip(min=0.0))
+    return float(np.max(slope[2 * window :] - slope[: -2 * window]).clip(min=0.0))
 
 
 def error_bounds(*, period: int, low: float, n_periods: int, delta: float) -> tuple[float, float]:
@@ -57,8 +58,9 @@ def error_bounds(*, period: int, low: float, n_periods: int, delta: float) -> tu
     remaining_now = discount_sum(n_periods - period)
     remaining_next = discount_sum(n_periods - period - 1)
     next_low = low * (1 - 1 / remaining_now) - dc
-    next_lower, next_upper = error_bounds(period=period + 1, low=next_low, n_periods=n_periods,
-                                          delta=delta)
+    next_lower, next_upper = error_bounds(
+        period=period + 1, low=next_low, n_periods=n_periods, delta=delta
+    )
     interpolation = h**2 / 8 * remaining_next / next_low**2
     c_min = low / remaining_now - dc
     choice = 0.5 * (1 / c_min**2 + BETA * remaining_next / next_low**2) * (dc / 2) ** 2
@@ -68,8 +70,10 @@ def error_bounds(*, period: int, low: float, n_periods: int, delta: float) -> tu
 
 def derived_bounds(*, n_periods: int, delta: float) -> dict[int, tuple[float, float]]:
     """Return the bounds on wealth >= COMPARE_FROM for every period."""
-    return {t: error_bounds(period=t, low=COMPARE_FROM, n_periods=n_periods, delta=delta)
-            for t in range(n_periods)}
+    return {
+        t: error_bounds(period=t, low=COMPARE_FROM, n_periods=n_periods, delta=delta)
+        for t in range(n_periods)
+    }
 
 
 @pytest.fixture(scope="module", params=CASES, ids=["delta1-T5", "delta0.1-T3"])
@@ -79,8 +83,9 @@ def ijrs_case(request):
     delta, n_periods = request.param
     jax.config.update("jax_enable_x64", True)
     try:
-        model = ijrs.build_model(n_wealth=N_WEALTH, n_consumption=N_CONSUMPTION,
-                                 n_periods=n_periods)
+        model = ijrs.build_model(
+            n_wealth=N_WEALTH, n_consumption=N_CONSUMPTION, n_periods=n_periods
+        )
         params = dict(ijrs.DEFAULT_PARAMS, delta=delta, wage=WAGE, beta=BETA, r=0.0)
         solution = solve(model=model, params=params)
     finally:
@@ -89,7 +94,7 @@ def ijrs_case(request):
 
 
 def test_retiree_value_matches_exact_solution(ijrs_case):
-    delta, n_periods, solution, bounds = ijrs_case
+    _delta, n_periods, solution, bounds = ijrs_case
     wealth = np.linspace(1, 400, N_WEALTH)
     compared = wealth >= COMPARE_FROM
     for t in range(n_periods):
@@ -104,8 +109,9 @@ def test_worker_value_matches_exact_solution(ijrs_case):
     wealth = np.linspace(1, 400, N_WEALTH)
     compared = wealth >= COMPARE_FROM
     for t in range(n_periods):
-        exact = worker_value(wealth=wealth, period=t, n_periods=n_periods, beta=BETA,
-                             delta=delta, wage=WAGE)
+        exact = worker_value(
+            wealth=wealth, period=t, n_periods=n_periods, beta=BETA, delta=delta, wage=WAGE
+        )
         error = np.asarray(solution.value_function[t][ijrs.RetirementStatus.working]) - exact
         lower, upper = bounds[t]
         assert error[compared].max() <= upper + 1e-9, f"period {t}"
@@ -118,8 +124,10 @@ def test_worker_retires_above_the_analytical_threshold():
 
     jax.config.update("jax_enable_x64", True)
     try:
-        solution = solve(model=ijrs.build_model(n_wealth=400, n_consumption=1000, n_periods=5),
-                         params=ijrs.DEFAULT_PARAMS)
+        solution = solve(
+            model=ijrs.build_model(n_wealth=400, n_consumption=1000, n_periods=5),
+            params=ijrs.DEFAULT_PARAMS,
+        )
     finally:
         jax.config.update("jax_enable_x64", False)
     wealth = np.linspace(1, 400, 400)

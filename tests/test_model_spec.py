@@ -116,9 +116,7 @@ def test_cycle_between_auxiliary_functions():
 
 
 def test_state_without_law_of_motion():
-    with pytest.raises(
-        ModelSpecificationError, match=r"states \['wealth'\] have no law of motion"
-    ):
+    with pytest.raises(ModelSpecificationError, match=r"states \['wealth'\] have no law of motion"):
         _model(functions={"utility": utility})
 
 
@@ -128,9 +126,7 @@ def test_missing_utility():
 
 
 def test_name_both_state_and_action():
-    with pytest.raises(
-        ModelSpecificationError, match=r"\['wealth'\] are both states and actions"
-    ):
+    with pytest.raises(ModelSpecificationError, match=r"\['wealth'\] are both states and actions"):
         _model(actions={"wealth": _consumption()})
 
 
@@ -143,9 +139,7 @@ def test_name_both_function_and_constraint():
 
 @pytest.mark.parametrize("reserved", ["age", "period", "beta"])
 def test_reserved_name_as_state(reserved):
-    with pytest.raises(
-        ModelSpecificationError, match=rf"\['{reserved}'\] are reserved names"
-    ):
+    with pytest.raises(ModelSpecificationError, match=rf"\['{reserved}'\] are reserved names"):
         _model(states={"wealth": _wealth(), reserved: DiscreteGrid(Shock)})
 
 
@@ -196,9 +190,11 @@ def test_utility_depending_on_next_period_outcome():
         ModelSpecificationError,
         match=r"'utility' depends on next-period outcomes \['next_income'\]",
     ):
-        _model(states={"wealth": _wealth(), "income": DiscreteGrid(Shock)},
-               functions=functions,
-               stochastic_transitions={"income": lambda: jnp.array([0.5, 0.5])})
+        _model(
+            states={"wealth": _wealth(), "income": DiscreteGrid(Shock)},
+            functions=functions,
+            stochastic_transitions={"income": lambda: jnp.array([0.5, 0.5])},
+        )
 
 
 def test_utility_depending_on_next_period_outcome_through_auxiliary():
@@ -208,17 +204,22 @@ def test_utility_depending_on_next_period_outcome_through_auxiliary():
         "next_wealth": next_wealth,
     }
     with pytest.raises(ModelSpecificationError, match=r"'utility' depends on next-period"):
-        _model(states={"wealth": _wealth(), "income": DiscreteGrid(Shock)},
-               functions=functions,
-               stochastic_transitions={"income": lambda: jnp.array([0.5, 0.5])})
+        _model(
+            states={"wealth": _wealth(), "income": DiscreteGrid(Shock)},
+            functions=functions,
+            stochastic_transitions={"income": lambda: jnp.array([0.5, 0.5])},
+        )
 
 
 def test_law_of_motion_may_use_next_period_outcome():
     model = _shock_model(
         lambda shock: jnp.array([0.5, 0.5]),
-        functions={"utility": utility,
-                   "next_wealth": lambda wealth, consumption, next_shock: wealth - consumption
-                   + next_shock},
+        functions={
+            "utility": utility,
+            "next_wealth": lambda wealth, consumption, next_shock: (
+                wealth - consumption + next_shock
+            ),
+        },
     )
     assert model.outcome_dependent_stochastic_states() == {"shock"}
     assert model.deterministic_states == ("wealth",)
@@ -281,10 +282,16 @@ def test_params_template_holds_free_arguments_only():
         "bonus": lambda wealth, delta: delta * wealth,
         "next_wealth": next_wealth,
     }
-    model = _model(functions=functions,
-                   constraints={"cap": lambda consumption, cap_level: consumption <= cap_level})
+    model = _model(
+        functions=functions,
+        constraints={"cap": lambda consumption, cap_level: consumption <= cap_level},
+    )
     assert model.params_template == {
-        "beta": (), "cap_level": (), "delta": (), "gamma": (), "r": (),
+        "beta": (),
+        "cap_level": (),
+        "delta": (),
+        "gamma": (),
+        "r": (),
     }
     assert list(model.params_template) == sorted(model.params_template)
 
@@ -302,8 +309,15 @@ def test_params_template_includes_transition_params():
 def test_lifecycle_params_template():
     model = lifecycle.build_model(n_wealth=5, n_consumption=5, n_income=3, n_periods=3)
     assert model.params_template == {
-        "beta": (), "crra": (), "disutility_of_work": (2,), "income_rho": (),
-        "income_sigma": (), "mandatory_retirement_age": (), "pension": (), "r": (), "wage": (),
+        "beta": (),
+        "crra": (),
+        "disutility_of_work": (2,),
+        "income_rho": (),
+        "income_sigma": (),
+        "mandatory_retirement_age": (),
+        "pension": (),
+        "r": (),
+        "wage": (),
     }
     assert set(model.params_template) == set(lifecycle.DEFAULT_PARAMS)
 
@@ -318,8 +332,10 @@ def test_age_is_available_to_functions():
     # V_t(w) = age_t * w + beta * V_{t+1}(w); with ages 60, 61, 62 and beta 0.5 that is
     # 106 w, 92 w and 62 w. Using the period (0, 1, 2) instead would give 0.75 w, 2 w and 2 w.
     model = _model(
-        functions={"utility": lambda consumption, age: age * consumption,
-                   "next_wealth": lambda wealth: wealth},
+        functions={
+            "utility": lambda consumption, age: age * consumption,
+            "next_wealth": lambda wealth: wealth,
+        },
         constraints={"affordable": affordable},
         n_periods=None,
         ages=[60, 61, 62],
@@ -331,8 +347,7 @@ def test_age_is_available_to_functions():
         value = np.asarray(solution.value_function[period])
         assert value.dtype == np.float32
         np.testing.assert_allclose(value, factor * wealth, rtol=1e-6)
-    np.testing.assert_allclose(np.asarray(solution.policy_values(period=0)["consumption"]),
-                               wealth)
+    np.testing.assert_allclose(np.asarray(solution.policy_values(period=0)["consumption"]), wealth)
 
 
 def test_valid_stochastic_transition_solves():
@@ -393,6 +408,11 @@ def test_function_named_like_a_state_is_rejected():
 
     base = ijrs.build_model(n_wealth=5, n_consumption=5, n_periods=2)
     with pytest.raises(ModelSpecificationError, match=r"named like states or actions"):
-        Model(name="shadow", states=base.states, actions=base.actions,
-              functions=dict(base.functions, wealth=lambda: 1.0),
-              constraints=base.constraints, n_periods=2)
+        Model(
+            name="shadow",
+            states=base.states,
+            actions=base.actions,
+            functions=dict(base.functions, wealth=lambda: 1.0),
+            constraints=base.constraints,
+            n_periods=2,
+        )

@@ -47,8 +47,7 @@ def test_default_params_are_valid(model, params):
         assert isinstance(value, jax.Array), key
         assert value.dtype == jnp.float32, key
         assert value.shape == model.params_template[key], key
-    np.testing.assert_allclose(np.asarray(validated["disutility_of_work"]), [0.05, 0.25],
-                               rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(validated["disutility_of_work"]), [0.05, 0.25], rtol=1e-6)
     np.testing.assert_allclose(float(validated["beta"]), 0.96, rtol=1e-6)
 
 
@@ -110,9 +109,7 @@ def test_missing_and_extra_params_are_both_named(model, params):
 )
 def test_wrongly_shaped_array_param(model, params, value, got):
     params["disutility_of_work"] = value
-    with pytest.raises(
-        ParamsError, match=rf"disutility_of_work: expected shape \(2,\), got {got}"
-    ):
+    with pytest.raises(ParamsError, match=rf"disutility_of_work: expected shape \(2,\), got {got}"):
         validate_params(model=model, params=params)
 
 

@@ -34,8 +34,9 @@ def test_save_then_load_restores_every_array(solved, tmp_path):
     for original, restored in zip(solution.policy, loaded.policy, strict=True):
         assert original.keys() == restored.keys()
         for action in original:
-            np.testing.assert_array_equal(np.asarray(original[action]),
-                                          np.asarray(restored[action]))
+            np.testing.assert_array_equal(
+                np.asarray(original[action]), np.asarray(restored[action])
+            )
     metadata = json.loads((tmp_path / "solution" / "metadata.json").read_text())
     assert metadata["model"]["name"] == "precautionary"
     assert metadata["params"]["beta"] == pytest.approx(0.95)
@@ -129,7 +130,8 @@ def test_marker_bytes_change_exactly_when_the_arrays_change(solved, tmp_path):
     marker_one = (tmp_path / "one" / MARKER_NAME).read_bytes()
     assert marker_one == (tmp_path / "two" / MARKER_NAME).read_bytes()
     assert (tmp_path / "one" / "metadata.json").read_bytes() == (
-        tmp_path / "two" / "metadata.json").read_bytes()
+        tmp_path / "two" / "metadata.json"
+    ).read_bytes()
     other = solve(model=model, params=dict(precautionary.DEFAULT_PARAMS, beta=0.9))
     save_solution(solution=other, directory=tmp_path / "three")
     assert (tmp_path / "three" / MARKER_NAME).read_bytes() != marker_one

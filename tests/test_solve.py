@@ -62,51 +62,65 @@ def test_two_period_discrete_model_is_solved_exactly():
 
 
 def assert_solutions_identical(left, right):
-    for t, (v_left, v_right) in enumerate(zip(left.value_function, right.value_function,
-                                              strict=True)):
+    for t, (v_left, v_right) in enumerate(
+        zip(left.value_function, right.value_function, strict=True)
+    ):
         np.testing.assert_array_equal(np.asarray(v_left), np.asarray(v_right), f"V, period {t}")
         for action in left.policy[t]:
-            np.testing.assert_array_equal(np.asarray(left.policy[t][action]),
-                                          np.asarray(right.policy[t][action]))
+            np.testing.assert_array_equal(
+                np.asarray(left.policy[t][action]), np.asarray(right.policy[t][action])
+            )
 
 
 @pytest.mark.parametrize("batch_size", [1, 7, 100])
 def test_splay_on_wealth_is_value_identical(batch_size):
     params = ijrs.DEFAULT_PARAMS
     reference = solve(model=ijrs.build_model(n_wealth=60, n_consumption=80), params=params)
-    splayed = solve(model=ijrs.build_model(n_wealth=60, n_consumption=80,
-                                           wealth_batch_size=batch_size), params=params)
+    splayed = solve(
+        model=ijrs.build_model(n_wealth=60, n_consumption=80, wealth_batch_size=batch_size),
+        params=params,
+    )
     assert_solutions_identical(reference, splayed)
 
 
 @pytest.mark.parametrize(("income_batch", "wealth_batch"), [(2, 0), (1, 9), (3, 16)])
 def test_splay_on_stochastic_state_is_value_identical(income_batch, wealth_batch):
     params = precautionary.DEFAULT_PARAMS
-    reference = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30),
-                      params=params)
-    splayed = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30,
-                                                    income_batch_size=income_batch,
-                                                    wealth_batch_size=wealth_batch),
-                    params=params)
+    reference = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30), params=params)
+    splayed = solve(
+        model=precautionary.build_model(
+            n_wealth=40,
+            n_consumption=30,
+            income_batch_size=income_batch,
+            wealth_batch_size=wealth_batch,
+        ),
+        params=params,
+    )
     assert_solutions_identical(reference, splayed)
 
 
-def precautionary_variant(*, transition, next_wealth=precautionary.next_wealth,
-                          stochastic=True) -> Model:
+def precautionary_variant(
+    *, transition, next_wealth=precautionary.next_wealth, stochastic=True
+) -> Model:
     base = precautionary.build_model(n_wealth=30, n_consumption=25)
     functions = dict(base.functions, next_wealth=next_wealth)
     transitions = {"income": transition} if stochastic else {}
     if not stochastic:
         functions["next_income"] = transition
-    return Model(name="variant", states=base.states, actions=base.actions, functions=functions,
-                 constraints=base.constraints, stochastic_transitions=transitions,
-                 n_periods=base.n_periods)
+    return Model(
+        name="variant",
+        states=base.states,
+        actions=base.actions,
+        functions=functions,
+        constraints=base.constraints,
+        stochastic_transitions=transitions,
+        n_periods=base.n_periods,
+    )
 
 
 def test_identity_transition_equals_deterministic_model():
     params = precautionary.DEFAULT_PARAMS
-    stochastic = precautionary_variant(
-        transition=lambda income: jnp.eye(5)[income])
+    stochastic = precautionary_variant(transition=lambda income: jnp.eye(5)[income])
     deterministic = precautionary_variant(transition=lambda income: income, stochastic=False)
     left = solve(model=stochastic, params=params)
     right = solve(model=deterministic, params=params)
@@ -129,8 +143,11 @@ def test_kept_expectation_equals_precontracted_expectation(x64):
     kept = precautionary_variant(transition=action_dependent)
     assert ExpectationPlan.for_model(precontracted).precontracted == ("income",)
     assert ExpectationPlan.for_model(kept).kept == ("income",)
-    for v_pre, v_kept in zip(solve(model=precontracted, params=params).value_function,
-                             solve(model=kept, params=params).value_function, strict=True):
+    for v_pre, v_kept in zip(
+        solve(model=precontracted, params=params).value_function,
+        solve(model=kept, params=params).value_function,
+        strict=True,
+    ):
         np.testing.assert_allclose(v_pre, v_kept, rtol=1e-12, atol=1e-12)
 
 
@@ -154,8 +171,8 @@ def test_law_of_motion_may_use_the_next_stochastic_outcome(x64):
     income, w_index = 2, 10
     c = float(solution.policy_values(period=model.n_periods - 2)["consumption"][income, w_index])
     expected = sum(
-        probs[k] * np.interp(wealth_points[w_index] - c + np.exp(nodes[k]), wealth_points,
-                             v_next[k])
+        probs[k]
+        * np.interp(wealth_points[w_index] - c + np.exp(nodes[k]), wealth_points, v_next[k])
         for k in range(5)
     )
     q = np.log(c) + 0.95 * expected
@@ -187,8 +204,10 @@ def nan_model() -> Model:
         name="nan_model",
         states={"wealth": LinSpacedGrid(start=1, stop=5, n_points=5, name="wealth")},
         actions={"consumption": LinSpacedGrid(start=1, stop=5, n_points=5, name="consumption")},
-        functions={"utility": lambda consumption, wealth: jnp.log(wealth - 3.0) + consumption,
-                   "next_wealth": lambda wealth, consumption: wealth - consumption + 1},
+        functions={
+            "utility": lambda consumption, wealth: jnp.log(wealth - 3.0) + consumption,
+            "next_wealth": lambda wealth, consumption: wealth - consumption + 1,
+        },
         n_periods=2,
     )
 
@@ -223,11 +242,14 @@ def test_progress_log_level_reports_every_period(caplog):
 
 def test_states_without_feasible_action_get_minus_inf_and_are_reported(caplog):
     model = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=2)
-    infeasible = Model(name="infeasible", states=model.states, actions=model.actions,
-                       functions=model.functions,
-                       constraints=dict(model.constraints,
-                                        rich_only=lambda wealth: wealth > 100),
-                       n_periods=2)
+    infeasible = Model(
+        name="infeasible",
+        states=model.states,
+        actions=model.actions,
+        functions=model.functions,
+        constraints=dict(model.constraints, rich_only=lambda wealth: wealth > 100),
+        n_periods=2,
+    )
     with caplog.at_level(logging.WARNING, logger="project.solve"):
         solution = solve(model=infeasible, params=ijrs.DEFAULT_PARAMS)
     wealth = np.linspace(1, 400, 10)

@@ -35,7 +35,10 @@ VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in (
         Variant(name="baseline", sizes={"n_wealth": 100, "n_consumption": 100, "n_periods": 30}),
-        Variant(name="low_pension", sizes={"n_wealth": 100, "n_consumption": 100,
-                                           "n_periods": 30}, params={"pension": 0.3}),
+        Variant(
+            name="low_pension",
+            sizes={"n_wealth": 100, "n_consumption": 100, "n_periods": 30},
+            params={"pension": 0.3},
+        ),
     )
 }

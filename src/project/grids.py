@@ -10,6 +10,7 @@ knob). The two never go on the same axis.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -76,7 +77,7 @@ class Grid:
         raise NotImplementedError
 
     def describe(self) -> dict[str, Any]:
-        """Return a JSON-serialisable description from which ``grid_from_description`` rebuilds it."""
+        """Return a JSON-serialisable description (``grid_from_description`` rebuilds it)."""
         raise NotImplementedError
 
 
@@ -110,8 +111,9 @@ class DiscreteGrid(Grid):
         self, category_class: type, *, batch_size: int = 0, distributed: bool = False
     ) -> None:
         self.name = getattr(category_class, "__name__", repr(category_class))
-        _check_knobs(name=f"DiscreteGrid({self.name})", batch_size=batch_size,
-                     distributed=distributed)
+        _check_knobs(
+            name=f"DiscreteGrid({self.name})", batch_size=batch_size, distributed=distributed
+        )
         self.category_class = category_class
         self.batch_size = batch_size
         self.distributed = distributed
@@ -128,11 +130,18 @@ class DiscreteGrid(Grid):
 
     def describe(self) -> dict[str, Any]:
         """Return kind, labels and knobs."""
-        return {"kind": "discrete", "name": self.name, "labels": list(self.labels),
-                "batch_size": self.batch_size, "distributed": self.distributed}
+        return {
+            "kind": "discrete",
+            "name": self.name,
+            "labels": list(self.labels),
+            "batch_size": self.batch_size,
+            "distributed": self.distributed,
+        }
 
 
-def _categories_of(category_class: type, *, grid_name: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+def _categories_of(
+    category_class: type, *, grid_name: str
+) -> tuple[tuple[str, ...], tuple[int, ...]]:
     if dataclasses.is_dataclass(category_class):
         items = [(f.name, f.default) for f in dataclasses.fields(category_class)]
     else:
@@ -169,12 +178,26 @@ def _categories_of(category_class: type, *, grid_name: str) -> tuple[tuple[str, 
 class LinSpacedGrid(ContinuousGrid):
     """``n_points`` evenly spaced points from ``start`` to ``stop`` (both included)."""
 
-    def __init__(self, *, start: float, stop: float, n_points: int, batch_size: int = 0,
-                 distributed: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        start: float,
+        stop: float,
+        n_points: int,
+        batch_size: int = 0,
+        distributed: bool = False,
+        name: str | None = None,
+    ) -> None:
         name = name or f"LinSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
         self.name = name
-        _check_continuous(name=name, start=start, stop=stop, n_points=n_points,
-                          batch_size=batch_size, distributed=distributed)
+        _check_continuous(
+            name=name,
+            start=start,
+            stop=stop,
+            n_points=n_points,
+            batch_size=batch_size,
+            distributed=distributed,
+        )
         self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
         self.batch_size, self.distributed = batch_size, distributed
 
@@ -196,20 +219,40 @@ class LinSpacedGrid(ContinuousGrid):
 
     def describe(self) -> dict[str, Any]:
         """Return kind, bounds, size and knobs."""
-        return {"kind": "linspace", "name": self.name, "start": self.start, "stop": self.stop,
-                "n_points": self.n_points, "batch_size": self.batch_size,
-                "distributed": self.distributed}
+        return {
+            "kind": "linspace",
+            "name": self.name,
+            "start": self.start,
+            "stop": self.stop,
+            "n_points": self.n_points,
+            "batch_size": self.batch_size,
+            "distributed": self.distributed,
+        }
 
 
 class LogSpacedGrid(ContinuousGrid):
     """``n_points`` points evenly spaced in logs from ``start > 0`` to ``stop``."""
 
-    def __init__(self, *, start: float, stop: float, n_points: int, batch_size: int = 0,
-                 distributed: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        start: float,
+        stop: float,
+        n_points: int,
+        batch_size: int = 0,
+        distributed: bool = False,
+        name: str | None = None,
+    ) -> None:
         name = name or f"LogSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
         self.name = name
-        _check_continuous(name=name, start=start, stop=stop, n_points=n_points,
-                          batch_size=batch_size, distributed=distributed)
+        _check_continuous(
+            name=name,
+            start=start,
+            stop=stop,
+            n_points=n_points,
+            batch_size=batch_size,
+            distributed=distributed,
+        )
         if start <= 0:
             msg = (
                 f"{name}: a log-spaced grid needs start > 0, got start={start}. Use a "
@@ -232,22 +275,35 @@ class LogSpacedGrid(ContinuousGrid):
         """Locate the segment in logs; the weight is linear in ``x`` (``x <= 0``: first segment)."""
         step = (math.log(self.stop) - math.log(self.start)) / (self.n_points - 1)
         safe = jnp.where(x > 0, x, self.start)
-        lower = jnp.clip(jnp.floor((jnp.log(safe) - math.log(self.start)) / step), 0,
-                         self.n_points - 2).astype(jnp.int32)
+        lower = jnp.clip(
+            jnp.floor((jnp.log(safe) - math.log(self.start)) / step), 0, self.n_points - 2
+        ).astype(jnp.int32)
         return lower, (x - points[lower]) / (points[lower + 1] - points[lower])
 
     def describe(self) -> dict[str, Any]:
         """Return kind, bounds, size and knobs."""
-        return {"kind": "logspace", "name": self.name, "start": self.start, "stop": self.stop,
-                "n_points": self.n_points, "batch_size": self.batch_size,
-                "distributed": self.distributed}
+        return {
+            "kind": "logspace",
+            "name": self.name,
+            "start": self.start,
+            "stop": self.stop,
+            "n_points": self.n_points,
+            "batch_size": self.batch_size,
+            "distributed": self.distributed,
+        }
 
 
 class IrregSpacedGrid(ContinuousGrid):
     """Explicit, strictly increasing, finite points."""
 
-    def __init__(self, *, points: Sequence[float], batch_size: int = 0,
-                 distributed: bool = False, name: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        points: Sequence[float],
+        batch_size: int = 0,
+        distributed: bool = False,
+        name: str | None = None,
+    ) -> None:
         points = tuple(float(p) for p in points)
         name = name or f"IrregSpacedGrid(n_points={len(points)})"
         self.name = name
@@ -259,7 +315,7 @@ class IrregSpacedGrid(ContinuousGrid):
         if not all(math.isfinite(p) for p in points):
             msg = f"{name}: points must be finite, got {points}. Remove NaN/inf points."
             raise GridInitializationError(msg)
-        if any(b <= a for a, b in zip(points[:-1], points[1:], strict=True)):
+        if any(b <= a for a, b in itertools.pairwise(points)):
             msg = (
                 f"{name}: points must be strictly increasing, got {points}. Sort them and "
                 "drop duplicates."
@@ -284,8 +340,13 @@ class IrregSpacedGrid(ContinuousGrid):
 
     def describe(self) -> dict[str, Any]:
         """Return kind, points and knobs."""
-        return {"kind": "irregular", "name": self.name, "points": list(self.points),
-                "batch_size": self.batch_size, "distributed": self.distributed}
+        return {
+            "kind": "irregular",
+            "name": self.name,
+            "points": list(self.points),
+            "batch_size": self.batch_size,
+            "distributed": self.distributed,
+        }
 
 
 def _check_not_distributed(*, name: str, distributed: bool) -> None:
@@ -299,8 +360,9 @@ def _check_not_distributed(*, name: str, distributed: bool) -> None:
         raise GridInitializationError(msg)
 
 
-def _check_continuous(*, name: str, start: float, stop: float, n_points: int, batch_size: int,
-                      distributed: bool) -> None:
+def _check_continuous(
+    *, name: str, start: float, stop: float, n_points: int, batch_size: int, distributed: bool
+) -> None:
     _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
     _check_not_distributed(name=name, distributed=distributed)
     if isinstance(n_points, bool) or not isinstance(n_points, int) or n_points < 2:
@@ -315,16 +377,27 @@ def _check_continuous(*, name: str, start: float, stop: float, n_points: int, ba
 
 
 def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:
-    """Rebuild a continuous grid from ``Grid.describe()`` output (discrete grids need their class)."""
+    """Rebuild a continuous grid from ``Grid.describe()`` output (not discrete grids)."""
     kind = description["kind"]
-    knobs = {"batch_size": description["batch_size"], "distributed": description["distributed"],
-             "name": description["name"]}
+    knobs = {
+        "batch_size": description["batch_size"],
+        "distributed": description["distributed"],
+        "name": description["name"],
+    }
     if kind == "linspace":
-        return LinSpacedGrid(start=description["start"], stop=description["stop"],
-                             n_points=description["n_points"], **knobs)
+        return LinSpacedGrid(
+            start=description["start"],
+            stop=description["stop"],
+            n_points=description["n_points"],
+            **knobs,
+        )
     if kind == "logspace":
-        return LogSpacedGrid(start=description["start"], stop=description["stop"],
-                             n_points=description["n_points"], **knobs)
+        return LogSpacedGrid(
+            start=description["start"],
+            stop=description["stop"],
+            n_points=description["n_points"],
+            **knobs,
+        )
     if kind == "irregular":
         return IrregSpacedGrid(points=description["points"], **knobs)
     msg = f"Cannot rebuild a grid of kind {kind!r}; expected linspace, logspace or irregular."
@@ -332,6 +405,6 @@ def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:
 
 
 def categories(name: str, labels: Sequence[str]) -> type:
-    """Return a frozen dataclass with one int field per label (codes 0..n-1), for ``DiscreteGrid``."""
+    """Return a frozen dataclass with one int field per label (codes 0..n-1)."""
     fields = [(label, int, dataclasses.field(default=code)) for code, label in enumerate(labels)]
     return dataclasses.make_dataclass(name, fields, frozen=True)

@@ -38,5 +38,4 @@ def solve_specification(specification: dict) -> Solution:
     """Solve the model that ``variant_specification`` described."""
     jax.config.update("jax_enable_x64", specification["x64"])
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    return solve(model=model, params=specification["params"],
-                 log_level=specification["log_level"])
+    return solve(model=model, params=specification["params"], log_level=specification["log_level"])

@@ -12,6 +12,7 @@ Nothing here assumes there is only one.
 from __future__ import annotations
 
 import inspect
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import Any
@@ -46,7 +47,7 @@ class Model:
         param_shapes: Shapes of array-valued parameters; every other parameter is a scalar.
     """
 
-    def __init__(  # noqa: PLR0913
+    def __init__(
         self,
         *,
         name: str,
@@ -155,7 +156,9 @@ def _arguments(func: Callable[..., Any]) -> list[str]:
     return list(inspect.signature(func).parameters)
 
 
-def _horizon(*, name: str, n_periods: int | None, ages: Sequence[float] | None) -> tuple[float, ...]:
+def _horizon(
+    *, name: str, n_periods: int | None, ages: Sequence[float] | None
+) -> tuple[float, ...]:
     if (n_periods is None) == (ages is None):
         msg = f"Model {name!r}: give exactly one of n_periods or ages to set the horizon."
         raise ModelSpecificationError(msg)
@@ -165,13 +168,13 @@ def _horizon(*, name: str, n_periods: int | None, ages: Sequence[float] | None) 
             raise ModelSpecificationError(msg)
         return tuple(float(t) for t in range(n_periods))
     ages = tuple(float(a) for a in ages)
-    if not ages or any(b <= a for a, b in zip(ages[:-1], ages[1:], strict=True)):
+    if not ages or any(b <= a for a, b in itertools.pairwise(ages)):
         msg = f"Model {name!r}: ages must be non-empty and strictly increasing, got {ages}."
         raise ModelSpecificationError(msg)
     return ages
 
 
-def _validate_names(model: Model) -> None:  # noqa: C901
+def _validate_names(model: Model) -> None:
     name = model.name
     clash = sorted(set(model.states) & set(model.actions))
     if clash:
@@ -187,8 +190,9 @@ def _validate_names(model: Model) -> None:  # noqa: C901
     if "utility" not in model.functions:
         msg = f"Model {name!r}: functions must include 'utility'. Add a utility function."
         raise ModelSpecificationError(msg)
-    shadowing = sorted((set(model.functions) | set(model.constraints))
-                       & (set(model.states) | set(model.actions)))
+    shadowing = sorted(
+        (set(model.functions) | set(model.constraints)) & (set(model.states) | set(model.actions))
+    )
     if shadowing:
         msg = (
             f"Model {name!r}: functions {shadowing} are named like states or actions and would "
@@ -239,7 +243,7 @@ def _validate_graph(model: Model) -> None:
     name = model.name
     for key, func in model.dag_functions.items():
         for argument in _arguments(func):
-            if argument.startswith("next_") and not model._is_known(argument):  # noqa: SLF001
+            if argument.startswith("next_") and not model._is_known(argument):
                 msg = (
                     f"Model {name!r}: function {key!r} takes unknown argument {argument!r}. "
                     "A 'next_<state>' argument must be a law of motion or the outcome of a "
@@ -252,8 +256,11 @@ def _validate_graph(model: Model) -> None:
         msg = f"Model {name!r}: the functions depend on each other in a cycle.\n{error}"
         raise ModelSpecificationError(msg) from error
     outcomes = {f"next_{s}" for s in model.stochastic_transitions}
-    period_targets = ["utility", *model.constraints, *map(transition_target,
-                                                            model.stochastic_transitions)]
+    period_targets = [
+        "utility",
+        *model.constraints,
+        *map(transition_target, model.stochastic_transitions),
+    ]
     for target in period_targets:
         used = sorted(model.ancestors(target) & outcomes)
         if used:

@@ -34,8 +34,13 @@ def utility(consumption: jnp.ndarray, working: jnp.ndarray, delta: jnp.ndarray) 
     return jnp.log(consumption) - delta * working
 
 
-def next_wealth(wealth: jnp.ndarray, consumption: jnp.ndarray, working: jnp.ndarray,
-                r: jnp.ndarray, wage: jnp.ndarray) -> jnp.ndarray:
+def next_wealth(
+    wealth: jnp.ndarray,
+    consumption: jnp.ndarray,
+    working: jnp.ndarray,
+    r: jnp.ndarray,
+    wage: jnp.ndarray,
+) -> jnp.ndarray:
     """Return savings with interest plus the wage of a period worked."""
     return (1 + r) * (wealth - consumption) + wage * working
 
@@ -52,23 +57,28 @@ def borrowing_constraint(consumption: jnp.ndarray, wealth: jnp.ndarray) -> jnp.n
 
 def absorbing_retirement(retirement: jnp.ndarray, lagged_retirement: jnp.ndarray) -> jnp.ndarray:
     """Return whether the choice respects that retirement cannot be undone."""
-    return (retirement == RetirementStatus.retired) | (lagged_retirement == RetirementStatus.working)
+    return (retirement == RetirementStatus.retired) | (
+        lagged_retirement == RetirementStatus.working
+    )
 
 
-def build_model(*, n_wealth: int = 100, n_consumption: int = 500, n_periods: int = 5,
-                wealth_batch_size: int = 0) -> Model:
+def build_model(
+    *, n_wealth: int = 100, n_consumption: int = 500, n_periods: int = 5, wealth_batch_size: int = 0
+) -> Model:
     """Return the IJRS model with wealth and consumption on linspace [1, 400]."""
     return Model(
         name="ijrs",
         states={
             "lagged_retirement": DiscreteGrid(RetirementStatus),
-            "wealth": LinSpacedGrid(start=1, stop=400, n_points=n_wealth,
-                                    batch_size=wealth_batch_size, name="wealth"),
+            "wealth": LinSpacedGrid(
+                start=1, stop=400, n_points=n_wealth, batch_size=wealth_batch_size, name="wealth"
+            ),
         },
         actions={
             "retirement": DiscreteGrid(RetirementStatus),
-            "consumption": LinSpacedGrid(start=1, stop=400, n_points=n_consumption,
-                                         name="consumption"),
+            "consumption": LinSpacedGrid(
+                start=1, stop=400, n_points=n_consumption, name="consumption"
+            ),
         },
         functions={
             "utility": utility,

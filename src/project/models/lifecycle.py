@@ -39,9 +39,16 @@ class PreferenceType:
     leisure_loving: int = 1
 
 
-def build_model(*, n_wealth: int = 100, n_consumption: int = 100, n_income: int = 5,
-                n_periods: int = 30, start_age: int = 50, wealth_batch_size: int = 0,
-                distributed_types: bool = False) -> Model:
+def build_model(
+    *,
+    n_wealth: int = 100,
+    n_consumption: int = 100,
+    n_income: int = 5,
+    n_periods: int = 30,
+    start_age: int = 50,
+    wealth_batch_size: int = 0,
+    distributed_types: bool = False,
+) -> Model:
     """Return the life-cycle model; ages run from ``start_age`` for ``n_periods`` years."""
 
     def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
@@ -56,13 +63,15 @@ def build_model(*, n_wealth: int = 100, n_consumption: int = 100, n_income: int 
             "pref_type": DiscreteGrid(PreferenceType, distributed=distributed_types),
             "lagged_retirement": DiscreteGrid(RetirementStatus),
             "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
-            "wealth": LinSpacedGrid(start=0.2, stop=20, n_points=n_wealth,
-                                    batch_size=wealth_batch_size, name="wealth"),
+            "wealth": LinSpacedGrid(
+                start=0.2, stop=20, n_points=n_wealth, batch_size=wealth_batch_size, name="wealth"
+            ),
         },
         actions={
             "retirement": DiscreteGrid(RetirementStatus),
-            "consumption": LinSpacedGrid(start=0.05, stop=20, n_points=n_consumption,
-                                         name="consumption"),
+            "consumption": LinSpacedGrid(
+                start=0.05, stop=20, n_points=n_consumption, name="consumption"
+            ),
         },
         functions={
             "utility": utility,
@@ -89,20 +98,30 @@ def working(retirement: jnp.ndarray) -> jnp.ndarray:
     return 1 - retirement
 
 
-def utility(consumption: jnp.ndarray, working: jnp.ndarray, pref_type: jnp.ndarray,
-            crra: jnp.ndarray, disutility_of_work: jnp.ndarray) -> jnp.ndarray:
+def utility(
+    consumption: jnp.ndarray,
+    working: jnp.ndarray,
+    pref_type: jnp.ndarray,
+    crra: jnp.ndarray,
+    disutility_of_work: jnp.ndarray,
+) -> jnp.ndarray:
     """Return CRRA utility of consumption less the type's disutility of work."""
     return consumption ** (1 - crra) / (1 - crra) - disutility_of_work[pref_type] * working
 
 
-def labor_income(income: jnp.ndarray, income_nodes: jnp.ndarray,
-                 wage: jnp.ndarray) -> jnp.ndarray:
+def labor_income(income: jnp.ndarray, income_nodes: jnp.ndarray, wage: jnp.ndarray) -> jnp.ndarray:
     """Return the wage scaled by exp of the current income node."""
     return wage * jnp.exp(income_nodes[income])
 
 
-def next_wealth(wealth: jnp.ndarray, consumption: jnp.ndarray, working: jnp.ndarray,
-                labor_income: jnp.ndarray, pension: jnp.ndarray, r: jnp.ndarray) -> jnp.ndarray:
+def next_wealth(
+    wealth: jnp.ndarray,
+    consumption: jnp.ndarray,
+    working: jnp.ndarray,
+    labor_income: jnp.ndarray,
+    pension: jnp.ndarray,
+    r: jnp.ndarray,
+) -> jnp.ndarray:
     """Return savings with interest plus labour income (workers) or the pension (retirees)."""
     return (1 + r) * (wealth - consumption) + working * labor_income + (1 - working) * pension
 
@@ -117,7 +136,8 @@ def next_pref_type(pref_type: jnp.ndarray) -> jnp.ndarray:
     return pref_type
 
 
-def mandatory_retirement(age: jnp.ndarray, retirement: jnp.ndarray,
-                         mandatory_retirement_age: jnp.ndarray) -> jnp.ndarray:
+def mandatory_retirement(
+    age: jnp.ndarray, retirement: jnp.ndarray, mandatory_retirement_age: jnp.ndarray
+) -> jnp.ndarray:
     """Return whether the choice respects mandatory retirement."""
     return (age < mandatory_retirement_age) | (retirement == RetirementStatus.retired)

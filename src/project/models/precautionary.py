@@ -14,9 +14,15 @@ from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 DEFAULT_PARAMS = {"beta": 0.95, "r": 0.0, "income_rho": 0.9, "income_sigma": 0.2}
 
 
-def build_model(*, n_wealth: int = 100, n_consumption: int = 100, n_periods: int = 5,
-                n_income: int = 5, wealth_batch_size: int = 0,
-                income_batch_size: int = 0) -> Model:
+def build_model(
+    *,
+    n_wealth: int = 100,
+    n_consumption: int = 100,
+    n_periods: int = 5,
+    n_income: int = 5,
+    wealth_batch_size: int = 0,
+    income_batch_size: int = 0,
+) -> Model:
     """Return the precautionary-savings model on wealth [1, 20] and consumption [0.1, 5]."""
 
     def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
@@ -28,14 +34,18 @@ def build_model(*, n_wealth: int = 100, n_consumption: int = 100, n_periods: int
     return Model(
         name="precautionary",
         states={
-            "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)]),
-                                   batch_size=income_batch_size),
-            "wealth": LinSpacedGrid(start=1, stop=20, n_points=n_wealth,
-                                    batch_size=wealth_batch_size, name="wealth"),
+            "income": DiscreteGrid(
+                categories("Income", [f"node_{i}" for i in range(n_income)]),
+                batch_size=income_batch_size,
+            ),
+            "wealth": LinSpacedGrid(
+                start=1, stop=20, n_points=n_wealth, batch_size=wealth_batch_size, name="wealth"
+            ),
         },
         actions={
-            "consumption": LinSpacedGrid(start=0.1, stop=5, n_points=n_consumption,
-                                         name="consumption"),
+            "consumption": LinSpacedGrid(
+                start=0.1, stop=5, n_points=n_consumption, name="consumption"
+            ),
         },
         functions={
             "utility": utility,
@@ -59,8 +69,9 @@ def labor_income(income: jnp.ndarray, income_nodes: jnp.ndarray) -> jnp.ndarray:
     return jnp.exp(income_nodes[income])
 
 
-def next_wealth(wealth: jnp.ndarray, consumption: jnp.ndarray, labor_income: jnp.ndarray,
-                r: jnp.ndarray) -> jnp.ndarray:
+def next_wealth(
+    wealth: jnp.ndarray, consumption: jnp.ndarray, labor_income: jnp.ndarray, r: jnp.ndarray
+) -> jnp.ndarray:
     """Return savings with interest plus this period's income."""
     return (1 + r) * (wealth - consumption) + labor_income
 

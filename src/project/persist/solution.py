@@ -35,7 +35,9 @@ def package_versions() -> dict[str, str]:
     return {name: version(name) for name in PACKAGES}
 
 
-def save_solution(*, solution: Solution, directory: Path, extra: dict[str, Any] | None = None) -> Path:
+def save_solution(
+    *, solution: Solution, directory: Path, extra: dict[str, Any] | None = None
+) -> Path:
     """Write ``solution`` atomically to ``directory``; return the marker path (written last)."""
     tree = {
         "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
@@ -55,8 +57,10 @@ def save_solution(*, solution: Solution, directory: Path, extra: dict[str, Any] 
         checkpointer.wait_until_finished()
         checkpointer.close()
         _write_json(staging / "metadata.json", metadata)
-        _write_json(staging / MARKER_NAME, {"periods": solution.model.n_periods,
-                                            "sha256": tree_digest(tree)})
+        _write_json(
+            staging / MARKER_NAME,
+            {"periods": solution.model.n_periods, "sha256": tree_digest(tree)},
+        )
     return directory / MARKER_NAME
 
 
@@ -87,10 +91,10 @@ def load_solution(*, directory: Path, model: Model) -> Solution:
     return Solution(
         model=model,
         params={k: jnp.asarray(v) for k, v in metadata["params"].items()},
-        value_function=tuple(jnp.asarray(tree["value_function"][str(t)])
-                             for t in range(n_periods)),
-        policy=tuple({a: jnp.asarray(i) for a, i in tree["policy"][str(t)].items()}
-                     for t in range(n_periods)),
+        value_function=tuple(jnp.asarray(tree["value_function"][str(t)]) for t in range(n_periods)),
+        policy=tuple(
+            {a: jnp.asarray(i) for a, i in tree["policy"][str(t)].items()} for t in range(n_periods)
+        ),
     )
 
 

@@ -52,7 +52,7 @@ class PeriodKernels:
 
     def n_compiled(self) -> int:
         """Return how many distinct executables have been compiled so far."""
-        return sum(k._cache_size() for k in (self.terminal, self.regular))  # noqa: SLF001
+        return sum(k._cache_size() for k in (self.terminal, self.regular))
 
 
 _KERNELS: weakref.WeakKeyDictionary[Model, PeriodKernels] = weakref.WeakKeyDictionary()
@@ -61,8 +61,10 @@ _KERNELS: weakref.WeakKeyDictionary[Model, PeriodKernels] = weakref.WeakKeyDicti
 def period_kernels(model: Model) -> PeriodKernels:
     """Return the model's kernels, built once per model object and reused by every solve."""
     if model not in _KERNELS:
-        _KERNELS[model] = PeriodKernels(terminal=build_period_kernel(model, terminal=True),
-                                        regular=build_period_kernel(model, terminal=False))
+        _KERNELS[model] = PeriodKernels(
+            terminal=build_period_kernel(model, terminal=True),
+            regular=build_period_kernel(model, terminal=False),
+        )
     return _KERNELS[model]
 
 
@@ -98,26 +100,43 @@ def solve(
         terminal = period == model.n_periods - 1
         kernel = kernels.terminal if terminal else kernels.regular
         period_started = time.perf_counter()
-        arguments = (next_value, params, grid_points, jnp.asarray(period, dtype=jnp.int32),
-                     jnp.asarray(model.ages[period], dtype=float_dtype))
+        arguments = (
+            next_value,
+            params,
+            grid_points,
+            jnp.asarray(period, dtype=jnp.int32),
+            jnp.asarray(model.ages[period], dtype=float_dtype),
+        )
         next_value, policies[period] = kernel(*arguments)
         values[period] = next_value
         validate_value_function(
-            value=next_value, period=period, state_names=model.state_names,
+            value=next_value,
+            period=period,
+            state_names=model.state_names,
             log_level=log_level,
             describe_actions=lambda arguments=arguments, terminal=terminal: _locate_q_nans(
-                model=model, terminal=terminal, arguments=arguments),
+                model=model, terminal=terminal, arguments=arguments
+            ),
         )
         if log_level in ("progress", "debug"):
             jax.block_until_ready(next_value)
-            logger.info("Solved period %d (age %g) in %.3f s.", period, model.ages[period],
-                        time.perf_counter() - period_started)
+            logger.info(
+                "Solved period %d (age %g) in %.3f s.",
+                period,
+                model.ages[period],
+                time.perf_counter() - period_started,
+            )
     jax.block_until_ready(values)
     if log_level in ("progress", "debug"):
-        logger.info("Solved %r: %d periods in %.3f s.", model.name, model.n_periods,
-                    time.perf_counter() - started)
-    return Solution(model=model, params=params, value_function=tuple(values),
-                    policy=tuple(policies))
+        logger.info(
+            "Solved %r: %d periods in %.3f s.",
+            model.name,
+            model.n_periods,
+            time.perf_counter() - started,
+        )
+    return Solution(
+        model=model, params=params, value_function=tuple(values), policy=tuple(policies)
+    )
 
 
 def _locate_q_nans(*, model: Model, terminal: bool, arguments: tuple[Any, ...]) -> str:

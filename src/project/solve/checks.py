@@ -79,8 +79,9 @@ def validate_value_function(
     n_positive_inf = int(count_positive_inf(value)) if bool(has_inf(value)) else 0
     n_infeasible = int(count_infeasible(value)) if bool(has_inf(value)) else 0
     if n_infeasible:
-        logger.warning("Period %d: %d states have no feasible action (V = -inf).", period,
-                       n_infeasible)
+        logger.warning(
+            "Period %d: %d states have no feasible action (V = -inf).", period, n_infeasible
+        )
     if not nan and not n_positive_inf:
         return
     what = "NaN" if nan else "+inf"
@@ -95,5 +96,7 @@ def validate_value_function(
         raise InvalidValueFunctionError(msg)
     logger.warning(
         "Period %d: the value function contains %s values; continuing. Solve with "
-        "log_level='debug' to locate them.", period, what,
+        "log_level='debug' to locate them.",
+        period,
+        what,
     )

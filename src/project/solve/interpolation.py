@@ -36,13 +36,13 @@ def interpolate_value(
         if isinstance(grid, ContinuousGrid):
             lower, weight = grid.locate(target, points=grid_points[name])
             corners = [
-                (index + (position,), corner_weight * axis_weight)
+                ((*index, position), corner_weight * axis_weight)
                 for index, corner_weight in corners
                 for position, axis_weight in ((lower, 1.0 - weight), (lower + 1, weight))
             ]
         else:
             code = jnp.asarray(target).astype(jnp.int32)
-            corners = [(index + (code,), w) for index, w in corners]
+            corners = [((*index, code), w) for index, w in corners]
     total = None
     for index, weight in corners:
         term = values[index] * weight

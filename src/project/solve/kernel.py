@@ -62,8 +62,12 @@ class ExpectationPlan:
             inputs |= model.ancestors(transition_target(state)) & set(model.states)
         ordered = tuple(s for s in model.state_names if s in inputs)
         in_sweep = any(not model.states[s].is_discrete for s in ordered)
-        return cls(precontracted=tuple(pre), kept=tuple(kept),
-                   contraction_inputs=() if in_sweep else ordered, contract_in_sweep=in_sweep)
+        return cls(
+            precontracted=tuple(pre),
+            kept=tuple(kept),
+            contraction_inputs=() if in_sweep else ordered,
+            contract_in_sweep=in_sweep,
+        )
 
 
 def compose(model: Model, targets: list[str]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
@@ -94,8 +98,9 @@ def sweep(
 
     def along_axis(mapped: tuple[jnp.ndarray, Any]) -> Any:
         value, part = mapped
-        return sweep(lambda inner, c: func({name: value, **inner}, c), axes[1:],
-                     part if slices else carried)
+        return sweep(
+            lambda inner, c: func({name: value, **inner}, c), axes[1:], part if slices else carried
+        )
 
     mapped = (points, carried if slices else None)
     if batch_size > 0:
@@ -114,7 +119,8 @@ def _map_in_chunks(func: Callable[[Any], Any], mapped: Any, *, batch_size: int) 
     padded_n = -(-n // batch_size) * batch_size
     if padded_n != n:
         mapped = jax.tree.map(
-            lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded_n - n, axis=0)]), mapped)
+            lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded_n - n, axis=0)]), mapped
+        )
     result = jax.lax.map(func, mapped, batch_size=batch_size)
     return jax.tree.map(lambda x: x[:n], result)
 
@@ -148,8 +154,10 @@ def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], j
         axis_names = list(model.state_names)
         expected = next_value
         for state in plan.precontracted:
-            expected = weighted_sum(probabilities[transition_target(state)],
-                                    jnp.moveaxis(expected, axis_names.index(state), 0))
+            expected = weighted_sum(
+                probabilities[transition_target(state)],
+                jnp.moveaxis(expected, axis_names.index(state), 0),
+            )
             axis_names.remove(state)
         return expected
 
@@ -157,7 +165,10 @@ def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], j
 
 
 def contract_before_sweep(
-    model: Model, *, next_value: jnp.ndarray, env: dict[str, Any],
+    model: Model,
+    *,
+    next_value: jnp.ndarray,
+    env: dict[str, Any],
     grid_points: dict[str, jnp.ndarray],
 ) -> jnp.ndarray:
     """Return W on the grid of the contraction's inputs (leading axes), or V if none applies."""
@@ -209,9 +220,12 @@ def build_q_function(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarr
                 outcomes = {s: codes[i] for i, s in enumerate(plan.kept)}
                 env_outcome = env_action | {f"next_{s}": c for s, c in outcomes.items()}
                 next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
-                return interpolate_value(values=expected, axes=remaining_axes,
-                                         next_states=next_states | outcomes,
-                                         grid_points=grid_points)
+                return interpolate_value(
+                    values=expected,
+                    axes=remaining_axes,
+                    next_states=next_states | outcomes,
+                    grid_points=grid_points,
+                )
 
             if plan.kept:
                 codes = jnp.stack(
@@ -230,16 +244,26 @@ def build_q_function(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarr
     return q_function
 
 
-def _state_axes(model: Model, *, grid_points: dict[str, jnp.ndarray], terminal: bool,
-                splay: bool = True) -> list[tuple[str, jnp.ndarray, int, bool]]:
+def _state_axes(
+    model: Model, *, grid_points: dict[str, jnp.ndarray], terminal: bool, splay: bool = True
+) -> list[tuple[str, jnp.ndarray, int, bool]]:
     sliced = () if terminal else ExpectationPlan.for_model(model).contraction_inputs
-    return [(s, grid_points[s], g.batch_size if splay else 0, s in sliced)
-            for s, g in model.states.items()]
+    return [
+        (s, grid_points[s], g.batch_size if splay else 0, s in sliced)
+        for s, g in model.states.items()
+    ]
 
 
-def _expected(model: Model, *, terminal: bool, next_value: jnp.ndarray | None,
-              params: dict[str, jnp.ndarray], grid_points: dict[str, jnp.ndarray],
-              period: jnp.ndarray, age: jnp.ndarray) -> jnp.ndarray | None:
+def _expected(
+    model: Model,
+    *,
+    terminal: bool,
+    next_value: jnp.ndarray | None,
+    params: dict[str, jnp.ndarray],
+    grid_points: dict[str, jnp.ndarray],
+    period: jnp.ndarray,
+    age: jnp.ndarray,
+) -> jnp.ndarray | None:
     if terminal:
         return None
     env = {**params, "period": period, "age": age}
@@ -255,11 +279,19 @@ def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
     action_shape = tuple(g.n_points for g in model.actions.values())
 
     def kernel(next_value, params, grid_points, period, age):  # noqa: ANN001, ANN202
-        expected = _expected(model, terminal=terminal, next_value=next_value, params=params,
-                             grid_points=grid_points, period=period, age=age)
+        expected = _expected(
+            model,
+            terminal=terminal,
+            next_value=next_value,
+            params=params,
+            grid_points=grid_points,
+            period=period,
+            age=age,
+        )
 
-        def best(state_values: dict[str, jnp.ndarray],
-                 part: jnp.ndarray | None) -> tuple[jnp.ndarray, jnp.ndarray]:
+        def best(
+            state_values: dict[str, jnp.ndarray], part: jnp.ndarray | None
+        ) -> tuple[jnp.ndarray, jnp.ndarray]:
             q = q_function(state_values, part, params, grid_points, period, age).ravel()
             index = jnp.argmax(q)
             return q[index], index.astype(jnp.int32)
@@ -278,10 +310,20 @@ def build_q_kernel(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarray
     q_function = build_q_function(model, terminal=terminal)
 
     def q_all(next_value, params, grid_points, period, age):  # noqa: ANN001, ANN202
-        expected = _expected(model, terminal=terminal, next_value=next_value, params=params,
-                             grid_points=grid_points, period=period, age=age)
+        expected = _expected(
+            model,
+            terminal=terminal,
+            next_value=next_value,
+            params=params,
+            grid_points=grid_points,
+            period=period,
+            age=age,
+        )
         axes = _state_axes(model, grid_points=grid_points, terminal=terminal, splay=False)
-        return sweep(lambda values, part: q_function(values, part, params, grid_points, period,
-                                                     age), axes, expected)
+        return sweep(
+            lambda values, part: q_function(values, part, params, grid_points, period, age),
+            axes,
+            expected,
+        )
 
     return jax.jit(q_all)
