@@ -21,7 +21,7 @@ from project.persist import MARKER_NAME, save_solution
 from project.pipeline import solve_specification, variant_specification
 
 ENGINE_SOURCES = [
-    *sorted(p for folder in ("model", "solve", "models") for p in (SRC / folder).glob("*.py")),
+    *sorted(p for folder in ("model", "solver", "models") for p in (SRC / folder).glob("*.py")),
     SRC / "grids.py",
 ]
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))

@@ -88,7 +88,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
     events.register()
 
     import_seconds, project = time_call(lambda: importlib.import_module("project"))
-    from project.solve import period_kernels  # noqa: PLC0415
+    from project.solver import period_kernels  # noqa: PLC0415
 
     rss_after_import = peak_rss_mib()
     module = importlib.import_module(f"project.models.{config['model']}")
@@ -203,8 +203,8 @@ def default_log_level_timings(build: Any, solve: Any, *, repeats: int) -> dict[s
 def transition_check_timings(model: Any, params: dict[str, Any], *, repeats: int) -> dict[str, Any]:
     """Time ``check_transition_probabilities`` (run by solve unless log_level is "off")."""
     from project.model.params import validate_params  # noqa: PLC0415
-    from project.solve.backward import grid_points_of  # noqa: PLC0415
-    from project.solve.transitions import check_transition_probabilities  # noqa: PLC0415
+    from project.solver.backward import grid_points_of  # noqa: PLC0415
+    from project.solver.transitions import check_transition_probabilities  # noqa: PLC0415
 
     validated = validate_params(model=model, params=params)
     grid_points = grid_points_of(model)
@@ -411,7 +411,7 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
                 f"{terminal.get('trace', 0):.3f} / {regular.get('trace', 0):.3f}",
                 f"{terminal.get('lower', 0):.3f} / {regular.get('lower', 0):.3f}",
                 f"{terminal.get('compile', 0):.3f} / {regular.get('compile', 0):.3f}",
-                f"{sum(other.values()):.3f} ({len(result['first_call_breakdown']['other_functions'])})",
+                f"{sum(other.values()):.3f} ({len(other)})",
                 f"{result['first_call_breakdown']['rest_seconds']:.3f}",
                 f"{result['first_call_seconds'] - metric(result, 'fresh'):.3f}",
                 f"{check['first']:.3f} / {check['repeated']['median']:.3f}" if check else "-",

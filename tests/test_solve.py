@@ -17,8 +17,8 @@ from project import (
     solve,
 )
 from project.models import ijrs, lifecycle, precautionary
-from project.solve import period_kernels
-from project.solve.kernel import ExpectationPlan
+from project.solver import period_kernels
+from project.solver.kernel import ExpectationPlan
 
 
 @dataclass(frozen=True)
@@ -221,21 +221,21 @@ def test_debug_log_level_raises_naming_period_and_dimensions():
 
 
 def test_warning_log_level_warns_and_continues(caplog):
-    with caplog.at_level(logging.WARNING, logger="project.solve"):
+    with caplog.at_level(logging.WARNING, logger="project.solver"):
         solution = solve(model=nan_model(), params={"beta": 0.9}, log_level="warning")
     assert np.isnan(np.asarray(solution.value_function[0])).any()
     assert "contains NaN" in caplog.text
 
 
 def test_off_log_level_neither_checks_nor_logs(caplog):
-    with caplog.at_level(logging.DEBUG, logger="project.solve"):
+    with caplog.at_level(logging.DEBUG, logger="project.solver"):
         solve(model=nan_model(), params={"beta": 0.9}, log_level="off")
     assert caplog.text == ""
 
 
 def test_progress_log_level_reports_every_period(caplog):
     model = precautionary.build_model(n_wealth=10, n_consumption=10, n_periods=3)
-    with caplog.at_level(logging.INFO, logger="project.solve"):
+    with caplog.at_level(logging.INFO, logger="project.solver"):
         solve(model=model, params=precautionary.DEFAULT_PARAMS, log_level="progress")
     assert [f"Solved period {t}" in caplog.text for t in range(3)] == [True] * 3
 
@@ -250,7 +250,7 @@ def test_states_without_feasible_action_get_minus_inf_and_are_reported(caplog):
         constraints=dict(model.constraints, rich_only=lambda wealth: wealth > 100),
         n_periods=2,
     )
-    with caplog.at_level(logging.WARNING, logger="project.solve"):
+    with caplog.at_level(logging.WARNING, logger="project.solver"):
         solution = solve(model=infeasible, params=ijrs.DEFAULT_PARAMS)
     wealth = np.linspace(1, 400, 10)
     assert np.isneginf(np.asarray(solution.value_function[1])[:, wealth <= 100]).all()

@@ -20,7 +20,7 @@ from project.grids import (  # noqa: E402
     LogSpacedGrid,
 )
 from project.model import Model  # noqa: E402
-from project.solve import Solution, has_inf, has_nan, solve  # noqa: E402
+from project.solver import Solution, has_inf, has_nan, solve  # noqa: E402
 
 __all__ = [
     "CheckpointError",

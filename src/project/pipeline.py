@@ -7,7 +7,7 @@ import jax
 from project.config import Variant
 from project.model.spec import Model
 from project.models import DEFAULT_PARAMS, MODEL_BUILDERS
-from project.solve.backward import Solution, solve
+from project.solver.backward import Solution, solve
 
 
 def variant_specification(variant: Variant) -> dict:

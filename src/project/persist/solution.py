@@ -24,7 +24,7 @@ import orbax.checkpoint as ocp
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import atomic_directory
-from project.solve.backward import Solution
+from project.solver.backward import Solution
 
 MARKER_NAME = "COMPLETE.json"
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")

@@ -18,7 +18,7 @@ from project.errors import InvalidValueFunctionError, ProjectError
 LogLevel = Literal["off", "warning", "progress", "debug"]
 LOG_LEVELS: tuple[str, ...] = ("off", "warning", "progress", "debug")
 
-logger = logging.getLogger("project.solve")
+logger = logging.getLogger("project.solver")
 
 
 @jax.jit

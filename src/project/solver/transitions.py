@@ -6,13 +6,41 @@ every period at once, and reduced on the device to one row per period.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from project.errors import InvalidTransitionError, ModelSpecificationError
 from project.model.spec import Model, transition_target
-from project.solve.kernel import compose, sweep
+from project.solver.kernel import compose, sweep
+
+_CHECKERS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _probability_checker(model: Model, state: str) -> Callable[..., Any]:
+    """Return the jitted (periods, ages, params, grid_points) -> probabilities, built once."""
+    checkers = _CHECKERS.setdefault(model, {})
+    if state not in checkers:
+        target = transition_target(state)
+        inputs = [n for n in (model.states | model.actions) if n in model.ancestors(target)]
+        probabilities = compose(model, [target])
+
+        def stacked(periods, ages, params, grid_points):  # noqa: ANN001, ANN202
+            def per_period(period, age):  # noqa: ANN001, ANN202
+                env = {**params, "period": period, "age": age}
+                axes = [(n, grid_points[n], 0, False) for n in inputs]
+                return sweep(lambda values, _: probabilities(env | values)[target], axes)
+
+            return jax.vmap(per_period)(periods, ages)
+
+        checkers[state] = (jax.jit(stacked), inputs)
+    return checkers[state]
 
 
 def check_transition_probabilities(
@@ -23,21 +51,11 @@ def check_transition_probabilities(
 ) -> None:
     """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
     tolerance = 1e-10 if jnp.asarray(0.0).dtype == jnp.float64 else 1e-5
-    grids = model.states | model.actions
-    for state, grid in model.stochastic_transitions.items():
-        del grid
-        target = transition_target(state)
-        inputs = [n for n in grids if n in model.ancestors(target)]
-        probabilities = compose(model, [target])
-        axes = [(n, grid_points[n], 0, False) for n in inputs]
-
-        def per_period(period, age, axes=axes, probabilities=probabilities, target=target):  # noqa: ANN001, ANN202
-            env = {**params, "period": period, "age": age}
-            return sweep(lambda values, _: probabilities(env | values)[target], axes)
-
-        periods = jnp.arange(model.n_periods, dtype=jnp.int32)
-        ages = jnp.asarray(model.ages, dtype=jnp.asarray(0.0).dtype)
-        stacked = jax.jit(jax.vmap(per_period))(periods, ages)
+    periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+    ages = jnp.asarray(model.ages, dtype=jnp.asarray(0.0).dtype)
+    for state in model.stochastic_transitions:
+        checker, inputs = _probability_checker(model, state)
+        stacked = checker(periods, ages, params, grid_points)
         n_categories = model.states[state].n_points
         if stacked.shape[-1] != n_categories:
             msg = (

@@ -41,7 +41,7 @@ def interpolate_value(
                 for position, axis_weight in ((lower, 1.0 - weight), (lower + 1, weight))
             ]
         else:
-            code = jnp.asarray(target).astype(jnp.int32)
+            code = jnp.clip(jnp.asarray(target).astype(jnp.int32), 0, grid.n_points - 1)
             corners = [((*index, code), w) for index, w in corners]
     total = None
     for index, weight in corners:

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 
 from project.grids import Grid
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
-from project.solve.interpolation import interpolate_value
+from project.solver.interpolation import interpolate_value
 
 Kernel = Callable[..., tuple[jnp.ndarray, dict[str, jnp.ndarray]]]
 
@@ -270,6 +270,17 @@ def _expected(
     return contract_before_sweep(model, next_value=next_value, env=env, grid_points=grid_points)
 
 
+def best_choice(q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return (max, first argmax) of a flat Q, reading the max through the index.
+
+    A fused ``jnp.max`` + ``jnp.argmax`` is about 40% faster on CPU, but XLA then fuses the Q
+    computation differently in splayed and unsplayed kernels and the values differ in the last
+    bit; splay must stay value-identical, so the max is read back through the index instead.
+    """
+    index = jnp.argmax(q)
+    return q[index], index.astype(jnp.int32)
+
+
 def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
     """Return the jitted kernel ``(next_value, params, grid_points, period, age) -> (V, policy)``.
 
@@ -293,8 +304,7 @@ def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
             state_values: dict[str, jnp.ndarray], part: jnp.ndarray | None
         ) -> tuple[jnp.ndarray, jnp.ndarray]:
             q = q_function(state_values, part, params, grid_points, period, age).ravel()
-            index = jnp.argmax(q)
-            return q[index], index.astype(jnp.int32)
+            return best_choice(q)
 
         axes = _state_axes(model, grid_points=grid_points, terminal=terminal)
         value, flat_index = sweep(best, axes, expected)

@@ -14,16 +14,16 @@ import jax.numpy as jnp
 
 from project.model.params import validate_params
 from project.model.spec import Model
-from project.solve.checks import (
+from project.solver.checks import (
     LogLevel,
     check_log_level,
     nan_locations,
     validate_value_function,
 )
-from project.solve.kernel import Kernel, build_period_kernel, build_q_kernel
-from project.solve.transitions import check_transition_probabilities
+from project.solver.kernel import Kernel, build_period_kernel, build_q_kernel
+from project.solver.transitions import check_transition_probabilities
 
-logger = logging.getLogger("project.solve")
+logger = logging.getLogger("project.solver")
 
 
 @dataclass(frozen=True)
