@@ -402,6 +402,7 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
         terminal = parts.get("kernel_terminal", {})
         regular = parts.get("kernel_regular", {})
         other = parts.get("other", {})
+        n_other = len(result["first_call_breakdown"]["other_functions"])
         check = result["transition_check_seconds"]
         default = result["default_log_level"]
         rows.append(
@@ -411,7 +412,7 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
                 f"{terminal.get('trace', 0):.3f} / {regular.get('trace', 0):.3f}",
                 f"{terminal.get('lower', 0):.3f} / {regular.get('lower', 0):.3f}",
                 f"{terminal.get('compile', 0):.3f} / {regular.get('compile', 0):.3f}",
-                f"{sum(other.values()):.3f} ({len(other)})",
+                f"{sum(other.values()):.3f} ({n_other})",
                 f"{result['first_call_breakdown']['rest_seconds']:.3f}",
                 f"{result['first_call_seconds'] - metric(result, 'fresh'):.3f}",
                 f"{check['first']:.3f} / {check['repeated']['median']:.3f}" if check else "-",
