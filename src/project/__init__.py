@@ -7,6 +7,7 @@ configure_xla_flags()
 from project.errors import (  # noqa: E402
     CheckpointError,
     GridInitializationError,
+    InitialConditionsError,
     InvalidTransitionError,
     InvalidValueFunctionError,
     ModelSpecificationError,
@@ -26,6 +27,7 @@ __all__ = [
     "CheckpointError",
     "DiscreteGrid",
     "GridInitializationError",
+    "InitialConditionsError",
     "InvalidTransitionError",
     "InvalidValueFunctionError",
     "IrregSpacedGrid",

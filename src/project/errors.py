@@ -30,3 +30,7 @@ class InvalidValueFunctionError(ProjectError, FloatingPointError):
 
 class CheckpointError(ProjectError, OSError):
     """A persisted product is missing, partial or corrupted."""
+
+
+class InitialConditionsError(ProjectError, ValueError):
+    """Initial conditions for a simulation are missing, unknown, invalid or infeasible."""

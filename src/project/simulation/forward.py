@@ -1,0 +1,221 @@
+"""Simulate subjects forward through a solved model, in chunks of subjects.
+
+Each period a subject's action maximises Q at its exact (off-grid) state over the action grid,
+with next period's V interpolated, the same Q the solver maximises. Deterministic states follow
+their laws of motion; stochastic states are drawn from their transition probabilities with keys
+from ``keys.py``, so results do not depend on ``subject_batch_size``. Every finished chunk is
+moved to host memory before the next starts: device memory is bounded by one chunk.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from project.errors import InitialConditionsError, InvalidValueFunctionError
+from project.model.params import validate_params
+from project.model.spec import Model, transition_target
+from project.simulation.initial import _subjects, validate_initial_conditions
+from project.simulation.keys import draw_category, subject_keys
+from project.simulation.result import SimulationResult
+from project.solver.backward import Solution, grid_points_of
+from project.solver.checks import check_log_level
+from project.solver.kernel import (
+    ExpectationPlan,
+    build_q_function,
+    compose,
+    contract_before_sweep,
+)
+
+logger = logging.getLogger("project.simulation")
+
+_STEPS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    """Return the jitted step ``(states, ids, expected, params, grid_points, period, age, seed)``.
+
+    It returns (actions, value, next states) for a chunk of subjects.
+    """
+    plan = ExpectationPlan.for_model(model)
+    q_function = build_q_function(model, terminal=terminal)
+    action_shape = tuple(g.n_points for g in model.actions.values())
+    stochastic = list(model.stochastic_transitions)
+    probabilities = compose(model, [transition_target(s) for s in stochastic])
+    laws = compose(model, [f"next_{s}" for s in model.deterministic_states])
+
+    def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
+        part = expected
+        if not terminal:
+            for state in plan.contraction_inputs:
+                part = part[state_values[state]]
+        q = q_function(state_values, part, params, grid_points, period, age).ravel()
+        index = jnp.argmax(q)
+        positions = jnp.unravel_index(index, action_shape) if action_shape else ()
+        actions = {a: grid_points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
+        if terminal:
+            return actions, q[index], state_values
+        env = {**params, **state_values, **actions, "period": period, "age": age}
+        probs = probabilities(env)
+        draws = {
+            s: draw_category(key=key, probabilities=probs[transition_target(s)], stream=j)
+            for j, s in enumerate(stochastic)
+        }
+        deterministic = laws(env | {f"next_{s}": c for s, c in draws.items()})
+        next_states = {s[5:]: v for s, v in deterministic.items()} | draws
+        for name, grid in model.states.items():
+            dtype = jnp.int32 if grid.is_discrete else q.dtype
+            next_states[name] = jnp.asarray(next_states[name]).astype(dtype)
+        return actions, q[index], next_states
+
+    def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
+        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
+        return jax.vmap(one_subject, in_axes=(0, 0, None, None, None, None, None))(
+            states, keys, expected, params, grid_points, period, age
+        )
+
+    return jax.jit(step)
+
+
+def _steps(model: Model) -> dict[str, Callable[..., Any]]:
+    if model not in _STEPS:
+        _STEPS[model] = {
+            "terminal": build_step(model, terminal=True),
+            "regular": build_step(model, terminal=False),
+            "expected": jax.jit(
+                lambda next_value, params, grid_points, period, age: contract_before_sweep(
+                    model,
+                    next_value=next_value,
+                    grid_points=grid_points,
+                    env={**params, "period": period, "age": age},
+                )
+            ),
+        }
+    return _STEPS[model]
+
+
+def simulate(
+    *,
+    params: Mapping[str, Any],
+    initial_conditions: Mapping[str, Any] | pd.DataFrame,
+    solution: Solution,
+    seed: int,
+    subject_batch_size: int = 0,
+    log_level: str = "warning",
+) -> SimulationResult:
+    """Simulate every subject over all periods; ``subject_batch_size=0`` runs one pass."""
+    check_log_level(log_level)
+    if (
+        isinstance(subject_batch_size, bool)
+        or not isinstance(subject_batch_size, int)
+        or (subject_batch_size < 0)
+    ):
+        msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
+        raise InitialConditionsError(msg)
+    model = solution.model
+    params = validate_params(model=model, params=params)
+    initial = validate_initial_conditions(model=model, initial_conditions=initial_conditions)
+    n_subjects = len(next(iter(initial.values())))
+    chunk = subject_batch_size or n_subjects
+    padded = -(-n_subjects // chunk) * chunk
+    float_dtype = jnp.asarray(0.0).dtype
+    grid_points = grid_points_of(model)
+    steps = _steps(model)
+    periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
+    ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
+    expected = [
+        steps["expected"](solution.value_function[t + 1], params, grid_points, periods[t], ages[t])
+        for t in range(model.n_periods - 1)
+    ]
+    columns = _empty_columns(model=model, n_subjects=n_subjects, float_dtype=float_dtype)
+    started = time.perf_counter()
+    for start in range(0, padded, chunk):
+        ids = np.arange(start, start + chunk)
+        rows = np.minimum(ids, n_subjects - 1)
+        states = {
+            name: jnp.asarray(
+                values[rows], dtype=jnp.int32 if model.states[name].is_discrete else float_dtype
+            )
+            for name, values in initial.items()
+        }
+        history = []
+        for t in range(model.n_periods):
+            terminal = t == model.n_periods - 1
+            step = steps["terminal"] if terminal else steps["regular"]
+            actions, value, next_states = step(
+                states,
+                jnp.asarray(ids, dtype=jnp.int32),
+                None if terminal else expected[t],
+                params,
+                grid_points,
+                periods[t],
+                ages[t],
+                seed,
+            )
+            history.append((states, actions, value))
+            states = next_states
+        on_host = jax.device_get(history)
+        keep = ids < n_subjects
+        for t, (period_states, period_actions, period_value) in enumerate(on_host):
+            target = ids[keep]
+            for name, values in {**period_states, **period_actions}.items():
+                columns[name][target, t] = np.asarray(values)[keep]
+            columns["value"][target, t] = np.asarray(period_value)[keep]
+        if log_level == "progress":
+            logger.info(
+                "Simulated subjects %d-%d of %d (%.2f s).",
+                start,
+                min(start + chunk, n_subjects) - 1,
+                n_subjects,
+                time.perf_counter() - started,
+            )
+    _check_simulated_values(values=columns["value"], log_level=log_level)
+    return SimulationResult.from_simulation(
+        model=model,
+        params=params,
+        solution=solution,
+        columns=columns,
+        seed=seed,
+        subject_batch_size=subject_batch_size,
+    )
+
+
+def _empty_columns(*, model: Model, n_subjects: int, float_dtype: Any) -> dict[str, np.ndarray]:
+    columns = {}
+    for name, grid in (model.states | model.actions).items():
+        dtype = np.int32 if grid.is_discrete else np.dtype(float_dtype)
+        columns[name] = np.zeros((n_subjects, model.n_periods), dtype=dtype)
+    columns["value"] = np.zeros((n_subjects, model.n_periods), dtype=np.dtype(float_dtype))
+    return columns
+
+
+def _check_simulated_values(*, values: np.ndarray, log_level: str) -> None:
+    if log_level == "off":
+        return
+    infeasible = np.isneginf(values)
+    if infeasible[:, 0].any():
+        msg = (
+            f"{_subjects(infeasible[:, 0])} have no feasible action in the first period. "
+            "Check their initial conditions against the constraints."
+        )
+        raise InitialConditionsError(msg)
+    if infeasible.any():
+        logger.warning(
+            "%s have no feasible action in some later period.", _subjects(infeasible.any(axis=1))
+        )
+    nan = np.isnan(values)
+    if nan.any():
+        msg = f"Simulated values are NaN for {_subjects(nan.any(axis=1))}."
+        if log_level == "debug":
+            raise InvalidValueFunctionError(msg)
+        logger.warning(msg)

@@ -1,0 +1,135 @@
+"""Initial conditions: draw them from a configured distribution, and validate user input.
+
+Input is a mapping of state name to an array (or a DataFrame with one column per state);
+discrete states may be given as labels or int codes. Continuous values must lie on their grid's
+range: the solution is only trusted there (outside, V is extrapolated linearly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from project.errors import InitialConditionsError
+from project.grids import DiscreteGrid
+from project.model.spec import Model
+
+SHOWN = 5
+
+
+def _subjects(mask: np.ndarray) -> str:
+    hits = np.flatnonzero(mask)
+    shown = ", ".join(str(i) for i in hits[:SHOWN])
+    return f"subjects [{shown}{', ...' if hits.size > SHOWN else ''}] ({hits.size} in all)"
+
+
+def validate_initial_conditions(
+    *, model: Model, initial_conditions: Mapping[str, Any] | pd.DataFrame
+) -> dict[str, np.ndarray]:
+    """Return initial states as numpy arrays (int32 codes for discrete states, floats else)."""
+    if isinstance(initial_conditions, pd.DataFrame):
+        initial_conditions = {c: initial_conditions[c].to_numpy() for c in initial_conditions}
+    given, expected = set(initial_conditions), set(model.state_names)
+    if given != expected:
+        msg = (
+            f"Initial conditions for model {model.name!r}: missing states "
+            f"{sorted(expected - given)}, unknown states {sorted(given - expected)}. Give exactly "
+            f"{list(model.state_names)}."
+        )
+        raise InitialConditionsError(msg)
+    lengths = {name: len(np.atleast_1d(v)) for name, v in initial_conditions.items()}
+    if len(set(lengths.values())) != 1 or 0 in lengths.values():
+        msg = (
+            f"Initial conditions need one non-empty array per state of equal length, got {lengths}."
+        )
+        raise InitialConditionsError(msg)
+    return {
+        name: _validate_state(
+            name=name, grid=model.states[name], values=np.atleast_1d(initial_conditions[name])
+        )
+        for name in model.state_names
+    }
+
+
+def _validate_state(*, name: str, grid: Any, values: np.ndarray) -> np.ndarray:
+    if isinstance(grid, DiscreteGrid):
+        if values.dtype.kind in "OUS" or isinstance(values.dtype, pd.CategoricalDtype):
+            labels = list(grid.labels)
+            as_text = np.asarray(values, dtype=object).astype(str)
+            invalid = ~np.isin(as_text, labels)
+            if invalid.any():
+                msg = (
+                    f"Initial state {name!r}: {_subjects(invalid)} have labels "
+                    f"{sorted(set(as_text[invalid]))[:SHOWN]} that are not categories of "
+                    f"{grid.name} {labels}."
+                )
+                raise InitialConditionsError(msg)
+            return np.asarray([labels.index(v) for v in as_text], dtype=np.int32)
+        numeric = np.asarray(values, dtype=float)
+        invalid = ~np.isin(numeric, np.arange(grid.n_points))
+        if invalid.any():
+            msg = (
+                f"Initial state {name!r}: {_subjects(invalid)} have codes outside "
+                f"0..{grid.n_points - 1} of {grid.name} {list(grid.labels)}."
+            )
+            raise InitialConditionsError(msg)
+        return numeric.astype(np.int32)
+    try:
+        numeric = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as error:
+        msg = f"Initial state {name!r} must be numeric: {error}."
+        raise InitialConditionsError(msg) from error
+    invalid = ~np.isfinite(numeric)
+    if invalid.any():
+        msg = f"Initial state {name!r}: {_subjects(invalid)} have non-finite values."
+        raise InitialConditionsError(msg)
+    points = np.asarray(grid.to_jax(), dtype=float)
+    outside = (numeric < points[0]) | (numeric > points[-1])
+    if outside.any():
+        msg = (
+            f"Initial state {name!r}: {_subjects(outside)} lie outside the grid "
+            f"[{points[0]:g}, {points[-1]:g}] of {grid.name}. Widen the grid or move them inside."
+        )
+        raise InitialConditionsError(msg)
+    return numeric
+
+
+def draw_initial_conditions(
+    *, model: Model, n_subjects: int, seed: int, distribution: Mapping[str, Mapping[str, Any]]
+) -> dict[str, np.ndarray]:
+    """Draw initial states from ``distribution``, one entry per state, deterministic in ``seed``.
+
+    Entries: ``{"value": x}``, ``{"label": "working"}``, ``{"uniform": [low, high]}``,
+    ``{"lognormal": [mean_of_log, sd_of_log], "clip": [low, high]}`` or
+    ``{"probabilities": [...]}`` (discrete states).
+    """
+    rng = np.random.default_rng(seed)
+    drawn: dict[str, np.ndarray] = {}
+    for name in model.state_names:
+        if name not in distribution:
+            msg = f"The initial distribution has no entry for state {name!r}."
+            raise InitialConditionsError(msg)
+        spec = dict(distribution[name])
+        grid = model.states[name]
+        if "value" in spec:
+            drawn[name] = np.full(n_subjects, spec["value"])
+        elif "label" in spec:
+            drawn[name] = np.full(n_subjects, grid.labels.index(spec["label"]), dtype=np.int32)
+        elif "probabilities" in spec:
+            drawn[name] = rng.choice(
+                grid.n_points, size=n_subjects, p=spec["probabilities"]
+            ).astype(np.int32)
+        elif "uniform" in spec:
+            drawn[name] = rng.uniform(*spec["uniform"], size=n_subjects)
+        elif "lognormal" in spec:
+            drawn[name] = np.clip(
+                rng.lognormal(*spec["lognormal"], size=n_subjects),
+                *spec.get("clip", (-np.inf, np.inf)),
+            )
+        else:
+            msg = f"Unknown initial distribution {spec} for state {name!r}."
+            raise InitialConditionsError(msg)
+    return validate_initial_conditions(model=model, initial_conditions=drawn)

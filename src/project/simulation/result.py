@@ -1,0 +1,200 @@
+"""The simulated panel: arrays per variable (subjects x periods) and the results table.
+
+``to_dataframe`` builds one row per subject and period on the host; additional targets (any
+function of the model) are evaluated in chunks of rows, never all periods on the device at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pandas as pd
+
+from project.errors import ModelSpecificationError
+from project.model.spec import Model
+from project.solver.backward import Solution
+from project.solver.kernel import compose
+
+TARGET_CHUNK_ROWS = 262_144
+
+
+@dataclass
+class SimulationResult:
+    """A simulated panel with what is needed to describe, save and reload it."""
+
+    description: dict[str, Any]
+    ages: tuple[float, ...]
+    seed: int
+    subject_batch_size: int
+    columns: dict[str, np.ndarray]
+    value_function: tuple[Any, ...]
+    params: dict[str, np.ndarray]
+    model: Model | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_simulation(
+        cls,
+        *,
+        model: Model,
+        params: dict[str, Any],
+        solution: Solution,
+        columns: dict[str, np.ndarray],
+        seed: int,
+        subject_batch_size: int,
+    ) -> SimulationResult:
+        """Assemble a result right after simulating."""
+        return cls(
+            description=model.describe(),
+            ages=tuple(model.ages),
+            seed=seed,
+            subject_batch_size=subject_batch_size,
+            columns=columns,
+            value_function=solution.value_function,
+            params={k: np.asarray(v) for k, v in params.items()},
+            model=model,
+        )
+
+    @property
+    def state_names(self) -> list[str]:
+        """Return the state names in V's axis order."""
+        return list(self.description["states"])
+
+    @property
+    def action_names(self) -> list[str]:
+        """Return the action names."""
+        return list(self.description["actions"])
+
+    @property
+    def n_subjects(self) -> int:
+        """Return the number of simulated subjects."""
+        return self.columns["value"].shape[0]
+
+    def _labels(self, name: str) -> list[str] | None:
+        grid = {**self.description["states"], **self.description["actions"]}[name]
+        return grid.get("labels")
+
+    def to_dataframe(
+        self, additional_targets: list[str] | str | None = None, *, use_labels: bool = True
+    ) -> pd.DataFrame:
+        """Return one row per subject and period: ids, age, value, states, actions, targets.
+
+        ``additional_targets``: None, a list of model function names, or "all". Discrete states
+        and actions are categoricals with their labels (``use_labels=False``: int codes).
+        """
+        n_subjects, n_periods = self.columns["value"].shape
+        frame = {
+            "subject_id": np.repeat(np.arange(n_subjects, dtype=np.int64), n_periods),
+            "period": np.tile(np.arange(n_periods, dtype=np.int64), n_subjects),
+        }
+        frame["age"] = np.asarray(self.ages, dtype=float)[frame["period"]]
+        frame["value"] = self.columns["value"].ravel()
+        for name in [*self.state_names, *self.action_names]:
+            values = self.columns[name].ravel()
+            labels = self._labels(name)
+            if labels is not None and use_labels:
+                frame[name] = pd.Categorical.from_codes(values, categories=labels)
+            else:
+                frame[name] = values
+        for target, values in self._targets(additional_targets).items():
+            frame[target] = values
+        return pd.DataFrame(frame)
+
+    def _targets(self, additional_targets: list[str] | str | None) -> dict[str, np.ndarray]:
+        if not additional_targets:
+            return {}
+        if self.model is None:
+            msg = (
+                "Additional targets need the model's functions: load the result with "
+                "SimulationResult.load(directory=..., model=...)."
+            )
+            raise ModelSpecificationError(msg)
+        model = self.model
+        outcomes = {f"next_{s}" for s in model.stochastic_transitions}
+        available = [f for f in model.functions if not model.ancestors(f) & outcomes]
+        targets = available if additional_targets == "all" else list(additional_targets)
+        unknown = sorted(set(targets) - set(available))
+        if unknown:
+            msg = (
+                f"Unknown or unavailable targets {unknown}; available are {available} "
+                "(functions that do not depend on next-period outcomes)."
+            )
+            raise ModelSpecificationError(msg)
+        shapes = target_shapes(model=model, params=self.params, targets=targets)
+        non_scalar = sorted(t for t, shape in shapes.items() if shape != ())
+        if additional_targets == "all":
+            targets = [t for t in targets if t not in non_scalar]
+        elif non_scalar:
+            msg = f"Targets {non_scalar} are not one number per subject and period."
+            raise ModelSpecificationError(msg)
+        return evaluate_targets(
+            model=model, params=self.params, targets=targets, columns=self.columns, ages=self.ages
+        )
+
+
+def _row_function(model: Model, targets: list[str]) -> Any:
+    combined = compose(model, targets)
+
+    def one(row: dict[str, jnp.ndarray], params: dict[str, jnp.ndarray]) -> dict:
+        return combined({**params, **row})
+
+    return one
+
+
+def _example_row(model: Model) -> dict[str, jax.ShapeDtypeStruct]:
+    float_dtype = jnp.asarray(0.0).dtype
+    row = {
+        n: jax.ShapeDtypeStruct((), jnp.int32 if g.is_discrete else float_dtype)
+        for n, g in (model.states | model.actions).items()
+    }
+    return row | {
+        "period": jax.ShapeDtypeStruct((), jnp.int32),
+        "age": jax.ShapeDtypeStruct((), float_dtype),
+    }
+
+
+def target_shapes(*, model: Model, params: dict[str, Any], targets: list[str]) -> dict:
+    """Return the output shape of each target for one (subject, period) row."""
+    device_params = {k: jnp.asarray(v) for k, v in params.items()}
+    shapes = jax.eval_shape(_row_function(model, targets), _example_row(model), device_params)
+    return {t: shapes[t].shape for t in targets}
+
+
+def evaluate_targets(
+    *,
+    model: Model,
+    params: dict[str, Any],
+    targets: list[str],
+    columns: dict[str, np.ndarray],
+    ages: tuple[float, ...],
+) -> dict[str, np.ndarray]:
+    """Evaluate model functions on every (subject, period) row, in chunks of rows."""
+    combined = compose(model, targets)
+    float_dtype = jnp.asarray(0.0).dtype
+
+    device_params = {k: jnp.asarray(v, dtype=float_dtype) for k, v in params.items()}
+
+    @jax.jit
+    def evaluate(rows: dict[str, jnp.ndarray], params: dict[str, jnp.ndarray]) -> dict:
+        def one(row: dict[str, jnp.ndarray]) -> dict[str, jnp.ndarray]:
+            return combined({**params, **row})
+
+        return jax.vmap(one)(rows)
+
+    names = [*model.state_names, *model.action_names]
+    n_rows = columns["value"].size
+    periods = np.tile(np.arange(len(ages)), columns["value"].shape[0])
+    out = {t: np.empty(n_rows, dtype=np.dtype(float_dtype)) for t in targets}
+    for start in range(0, n_rows, TARGET_CHUNK_ROWS):
+        stop = min(start + TARGET_CHUNK_ROWS, n_rows)
+        rows = {n: jnp.asarray(columns[n].ravel()[start:stop]) for n in names}
+        rows["period"] = jnp.asarray(periods[start:stop], dtype=jnp.int32)
+        rows["age"] = jnp.asarray(np.asarray(ages)[periods[start:stop]], dtype=float_dtype)
+        for target, values in jax.device_get(evaluate(rows, device_params)).items():
+            out[target][start:stop] = np.broadcast_to(
+                np.asarray(values, dtype=out[target].dtype), (stop - start,)
+            )
+    return out
