@@ -172,17 +172,9 @@ def evaluate_targets(
     ages: tuple[float, ...],
 ) -> dict[str, np.ndarray]:
     """Evaluate model functions on every (subject, period) row, in chunks of rows."""
-    combined = compose(model, targets)
     float_dtype = jnp.asarray(0.0).dtype
-
     device_params = {k: jnp.asarray(v, dtype=float_dtype) for k, v in params.items()}
-
-    @jax.jit
-    def evaluate(rows: dict[str, jnp.ndarray], params: dict[str, jnp.ndarray]) -> dict:
-        def one(row: dict[str, jnp.ndarray]) -> dict[str, jnp.ndarray]:
-            return combined({**params, **row})
-
-        return jax.vmap(one)(rows)
+    evaluate = jax.jit(jax.vmap(_row_function(model, targets), in_axes=(0, None)))
 
     names = [*model.state_names, *model.action_names]
     n_rows = columns["value"].size
