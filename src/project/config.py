@@ -18,6 +18,23 @@ PAPER = ROOT / "paper"
 
 
 @dataclass(frozen=True)
+class SimulationSettings:
+    """How many subjects to simulate, from which initial distribution, with which seed."""
+
+    n_subjects: int = 20_000
+    seed: int = 20_261_122
+    subject_batch_size: int = 10_000
+    initial_distribution: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "pref_type": {"probabilities": [0.5, 0.5]},
+            "lagged_retirement": {"label": "working"},
+            "income": {"label": "node_2"},
+            "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
+        }
+    )
+
+
+@dataclass(frozen=True)
 class Variant:
     """One model to solve: a shipped model, its grid sizes and its parameter overrides."""
 
@@ -27,6 +44,7 @@ class Variant:
     params: dict[str, Any] = field(default_factory=dict)
     log_level: str = "progress"
     x64: bool = False
+    simulation: SimulationSettings = field(default_factory=SimulationSettings)
 
 
 DEFAULT_VARIANT = "baseline"
