@@ -18,7 +18,7 @@ from project import (
 )
 from project.models import ijrs, lifecycle, precautionary
 from project.solver import period_kernels
-from project.solver.kernel import ExpectationPlan
+from project.solver.expectation import ExpectationPlan
 
 
 @dataclass(frozen=True)

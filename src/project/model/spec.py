@@ -70,6 +70,7 @@ class Model:
         self.param_shapes = {k: tuple(v) for k, v in (param_shapes or {}).items()}
         _validate_names(self)
         _validate_graph(self)
+        _validate_distributed(self)
         unknown_shapes = sorted(set(self.param_shapes) - set(self.params_template))
         if unknown_shapes:
             msg = (
@@ -92,6 +93,11 @@ class Model:
     def action_names(self) -> tuple[str, ...]:
         """Return action names in the order of the policy's action product."""
         return tuple(self.actions)
+
+    @property
+    def permanent_states(self) -> tuple[str, ...]:
+        """Return the states marked ``distributed`` (validated never to transition)."""
+        return tuple(s for s, g in self.states.items() if g.distributed)
 
     @property
     def deterministic_states(self) -> tuple[str, ...]:
@@ -268,5 +274,33 @@ def _validate_graph(model: Model) -> None:
                 f"Model {name!r}: {target!r} depends on next-period outcomes {used}. Only laws "
                 "of motion may use them; utility, constraints and transitions see the current "
                 "period."
+            )
+            raise ModelSpecificationError(msg)
+
+
+def _validate_distributed(model: Model) -> None:
+    """Allow ``distributed=True`` only on discrete states whose law of motion is the identity."""
+    name = model.name
+    for action, grid in model.actions.items():
+        if grid.distributed:
+            msg = (
+                f"Model {name!r}: action {action!r} has distributed=True. Only states that never "
+                "transition can be sharded; set distributed=False on the action grid."
+            )
+            raise ModelSpecificationError(msg)
+    for state in model.permanent_states:
+        if state in model.stochastic_transitions:
+            msg = (
+                f"Model {name!r}: state {state!r} has distributed=True but transitions "
+                "stochastically. Only a state that never transitions (a permanent type) can be "
+                "sharded: each device must find next period's V for its block on itself."
+            )
+            raise ModelSpecificationError(msg)
+        inputs = {a for a in model.ancestors(f"next_{state}") if a not in model.dag_functions}
+        if inputs != {state}:
+            msg = (
+                f"Model {name!r}: state {state!r} has distributed=True but its law of motion "
+                f"'next_{state}' depends on {sorted(inputs - {state})}. A sharded state must "
+                f"never transition: 'next_{state}' must return {state!r} unchanged."
             )
             raise ModelSpecificationError(msg)

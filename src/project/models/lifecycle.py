@@ -10,6 +10,7 @@ consumption. CRRA utility less a type-specific disutility of work; workers earn
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import jax.numpy as jnp
 
@@ -31,6 +32,14 @@ DEFAULT_PARAMS = {
 }
 
 
+def default_params(*, n_types: int = 2) -> dict[str, Any]:
+    """Return default params for ``n_types`` types (disutility of work spread over [0.05, 0.25])."""
+    if n_types == 2:
+        return dict(DEFAULT_PARAMS)
+    spread = [0.05 + 0.2 * i / (n_types - 1) for i in range(n_types)] if n_types > 1 else [0.15]
+    return DEFAULT_PARAMS | {"disutility_of_work": spread}
+
+
 @dataclass(frozen=True)
 class PreferenceType:
     """A permanent type that differs in its disutility of work."""
@@ -48,8 +57,14 @@ def build_model(
     start_age: int = 50,
     wealth_batch_size: int = 0,
     distributed_types: bool = False,
+    n_types: int = 2,
 ) -> Model:
-    """Return the life-cycle model; ages run from ``start_age`` for ``n_periods`` years."""
+    """Return the life-cycle model; ages run from ``start_age`` for ``n_periods`` years.
+
+    ``n_types`` other than 2 gives types ``type_0..`` (see ``default_params(n_types=...)``).
+    """
+    type_class = PreferenceType if n_types == 2 else categories(
+        "PreferenceType", [f"type_{i}" for i in range(n_types)])
 
     def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
         return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
@@ -60,7 +75,7 @@ def build_model(
     return Model(
         name="lifecycle",
         states={
-            "pref_type": DiscreteGrid(PreferenceType, distributed=distributed_types),
+            "pref_type": DiscreteGrid(type_class, distributed=distributed_types),
             "lagged_retirement": DiscreteGrid(RetirementStatus),
             "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
             "wealth": LinSpacedGrid(
@@ -89,7 +104,7 @@ def build_model(
         },
         stochastic_transitions={"income": income_transition},
         ages=range(start_age, start_age + n_periods),
-        param_shapes={"disutility_of_work": (len(PreferenceType.__dataclass_fields__),)},
+        param_shapes={"disutility_of_work": (n_types,)},
     )
 
 

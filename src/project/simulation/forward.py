@@ -5,6 +5,10 @@ with next period's V interpolated, the same Q the solver maximises. Deterministi
 their laws of motion; stochastic states are drawn from their transition probabilities with keys
 from ``keys.py``, so results do not depend on ``subject_batch_size``. Every finished chunk is
 moved to host memory before the next starts: device memory is bounded by one chunk.
+
+With a sharded solution, subjects are split over the same devices (each chunk padded to a
+multiple of the device count; pad rows are dropped). Each device then holds a replicated copy of
+next period's prepared V, since its subjects may be of any permanent type.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from project.devices import replicate, shard_rows, subject_mesh, value_devices
 from project.errors import InitialConditionsError, InvalidValueFunctionError
 from project.model.params import validate_params
 from project.model.spec import Model, transition_target
@@ -28,12 +34,9 @@ from project.simulation.keys import draw_category, subject_keys
 from project.simulation.result import SimulationResult
 from project.solver.backward import Solution, grid_points_of
 from project.solver.checks import check_log_level
-from project.solver.kernel import (
-    ExpectationPlan,
-    build_q_function,
-    compose,
-    contract_before_sweep,
-)
+from project.solver.expectation import ExpectationPlan, prepare_next_value
+from project.solver.kernel import build_q_function
+from project.solver.sweep import compose
 
 logger = logging.getLogger("project.simulation")
 
@@ -57,7 +60,7 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
         part = expected
         if not terminal:
-            for state in plan.contraction_inputs:
+            for state in plan.sliced:
                 part = part[state_values[state]]
         q = q_function(state_values, part, params, grid_points, period, age).ravel()
         index = jnp.argmax(q)
@@ -93,7 +96,7 @@ def _steps(model: Model) -> dict[str, Callable[..., Any]]:
             "terminal": build_step(model, terminal=True),
             "regular": build_step(model, terminal=False),
             "expected": jax.jit(
-                lambda next_value, params, grid_points, period, age: contract_before_sweep(
+                lambda next_value, params, grid_points, period, age: prepare_next_value(
                     model,
                     next_value=next_value,
                     grid_points=grid_points,
@@ -126,15 +129,24 @@ def simulate(
     params = validate_params(model=model, params=params)
     initial = validate_initial_conditions(model=model, initial_conditions=initial_conditions)
     n_subjects = len(next(iter(initial.values())))
-    chunk = subject_batch_size or n_subjects
+    devices = value_devices(solution.value_function[0])
+    mesh = subject_mesh(devices) if len(devices) > 1 else None
+    chunk = -(-(subject_batch_size or n_subjects) // len(devices)) * len(devices)
     padded = -(-n_subjects // chunk) * chunk
     float_dtype = jnp.asarray(0.0).dtype
     grid_points = grid_points_of(model)
+    if mesh is not None:
+        params, grid_points = replicate((params, grid_points), mesh=mesh)
     steps = _steps(model)
     periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
     ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
     expected = [
-        steps["expected"](solution.value_function[t + 1], params, grid_points, periods[t], ages[t])
+        _replicated(
+            steps["expected"](
+                solution.value_function[t + 1], params, grid_points, periods[t], ages[t]
+            ),
+            mesh=mesh,
+        )
         for t in range(model.n_periods - 1)
     ]
     columns = _empty_columns(model=model, n_subjects=n_subjects, float_dtype=float_dtype)
@@ -143,18 +155,20 @@ def simulate(
         ids = np.arange(start, start + chunk)
         rows = np.minimum(ids, n_subjects - 1)
         states = {
-            name: jnp.asarray(
-                values[rows], dtype=jnp.int32 if model.states[name].is_discrete else float_dtype
+            name: _place(
+                values[rows].astype(np.int32 if model.states[name].is_discrete else float_dtype),
+                mesh=mesh,
             )
             for name, values in initial.items()
         }
+        subject_ids = _place(ids.astype(np.int32), mesh=mesh)
         history = []
         for t in range(model.n_periods):
             terminal = t == model.n_periods - 1
             step = steps["terminal"] if terminal else steps["regular"]
             actions, value, next_states = step(
                 states,
-                jnp.asarray(ids, dtype=jnp.int32),
+                subject_ids,
                 None if terminal else expected[t],
                 params,
                 grid_points,
@@ -188,6 +202,17 @@ def simulate(
         seed=seed,
         subject_batch_size=subject_batch_size,
     )
+
+
+def _place(host: np.ndarray, *, mesh: Mesh | None) -> jax.Array:
+    return jnp.asarray(host) if mesh is None else shard_rows(host, mesh=mesh)
+
+
+def _replicated(value: jax.Array, *, mesh: Mesh | None) -> jax.Array:
+    """Copy next period's prepared V to every device (subjects of any type read it)."""
+    if mesh is None:
+        return value
+    return jax.device_put(value, NamedSharding(mesh, PartitionSpec()))
 
 
 def _empty_columns(*, model: Model, n_subjects: int, float_dtype: Any) -> dict[str, np.ndarray]:

@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh
 
+from project.devices import check_permanent_states, replicate, state_mesh
 from project.model.params import validate_params
 from project.model.spec import Model
 from project.solver.checks import (
@@ -55,17 +57,23 @@ class PeriodKernels:
         return sum(k._cache_size() for k in (self.terminal, self.regular))
 
 
-_KERNELS: weakref.WeakKeyDictionary[Model, PeriodKernels] = weakref.WeakKeyDictionary()
+_KERNELS: weakref.WeakKeyDictionary[Model, dict[Any, PeriodKernels]] = weakref.WeakKeyDictionary()
 
 
-def period_kernels(model: Model) -> PeriodKernels:
-    """Return the model's kernels, built once per model object and reused by every solve."""
-    if model not in _KERNELS:
-        _KERNELS[model] = PeriodKernels(
-            terminal=build_period_kernel(model, terminal=True),
-            regular=build_period_kernel(model, terminal=False),
+def period_kernels(model: Model, *, mesh: Mesh | None = None) -> PeriodKernels:
+    """Return the model's kernels for ``mesh``, built once and reused by every solve."""
+    per_mesh = _KERNELS.setdefault(model, {})
+    key = (
+        None
+        if mesh is None
+        else (mesh.axis_names, mesh.devices.shape, tuple(d.id for d in mesh.devices.flat))
+    )
+    if key not in per_mesh:
+        per_mesh[key] = PeriodKernels(
+            terminal=build_period_kernel(model, terminal=True, mesh=mesh),
+            regular=build_period_kernel(model, terminal=False, mesh=mesh),
         )
-    return _KERNELS[model]
+    return per_mesh[key]
 
 
 def grid_points_of(model: Model) -> dict[str, jnp.ndarray]:
@@ -78,19 +86,28 @@ def solve(
     model: Model,
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
+    devices: Sequence[Any] | None = None,
 ) -> Solution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
+    States marked ``distributed`` are sharded over all devices (see ``project.devices``); V
+    is returned materialised and still sharded.
+
     ``log_level``: "off" (no checks, no per-period host synchronisation), "warning" (warn about
     NaN/inf and continue), "progress" (also log each period with its time), "debug" (raise
-    ``InvalidValueFunctionError`` locating NaNs).
+    ``InvalidValueFunctionError`` locating NaNs). ``devices``: the devices to shard over
+    (default: all).
     """
     check_log_level(log_level)
     params = validate_params(model=model, params=params)
     grid_points = grid_points_of(model)
     if log_level != "off" and model.stochastic_transitions:
         check_transition_probabilities(model=model, params=params, grid_points=grid_points)
-    kernels = period_kernels(model)
+    mesh = state_mesh(model, devices=devices)
+    if mesh is not None:
+        check_permanent_states(model=model, grid_points=grid_points)
+        params, grid_points = replicate((params, grid_points), mesh=mesh)
+    kernels = period_kernels(model, mesh=mesh)
     float_dtype = jnp.asarray(0.0).dtype
     values: list[jnp.ndarray] = [None] * model.n_periods
     policies: list[dict[str, jnp.ndarray]] = [None] * model.n_periods

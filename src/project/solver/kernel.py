@@ -2,139 +2,28 @@
 
 One jitted kernel serves every non-terminal period (``period`` and ``age`` are run-time
 arguments), plus one for the terminal period, so compile time does not grow with the horizon.
-
-The expectation over a stochastic state is formed in one of two ways:
-
-- *pre-contracted*: when its probabilities do not depend on actions and its outcome does not enter
-  any law of motion, W = sum_k P_k V_{t+1}[k] is formed once per state point (outside the action
-  sweep) and interpolated once per action, exact for linear interpolation;
-- *kept*: otherwise the outcomes are swept inside each state-action point and weighted there, so
-  the sum fuses with the interpolation and no per-outcome stack of arrays is materialised.
+How V_{t+1} enters (pre-contracted W, kept outcomes, permanent axes) is set out in
+``expectation.py``. With a mesh, V and the policy are sharded along the permanent states and the
+kernel reads only the device's own block of V_{t+1}: it contains no all-gather.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
-import dags
 import jax
 import jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding
 
+from project.devices import value_spec
 from project.grids import Grid
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
+from project.solver.expectation import ExpectationPlan, build_contraction, prepare_next_value
 from project.solver.interpolation import interpolate_value
+from project.solver.sweep import compose, sweep, weighted_sum
 
 Kernel = Callable[..., tuple[jnp.ndarray, dict[str, jnp.ndarray]]]
-
-
-@dataclass(frozen=True)
-class ExpectationPlan:
-    """Which stochastic states are contracted before the action sweep and which are kept.
-
-    ``contraction_inputs`` are the (discrete) states the pre-contracted probabilities depend
-    on: W is formed once per period on their grid, before the state sweep, and sliced along
-    with those state axes. If a continuous state is among them, W is formed per state point
-    inside the sweep instead (``contract_in_sweep``).
-    """
-
-    precontracted: tuple[str, ...]
-    kept: tuple[str, ...]
-    contraction_inputs: tuple[str, ...] = ()
-    contract_in_sweep: bool = False
-
-    @classmethod
-    def for_model(cls, model: Model) -> ExpectationPlan:
-        """Pre-contract every stochastic state whose probabilities ignore actions and outcome."""
-        outcome_dependent = model.outcome_dependent_stochastic_states()
-        pre, kept = [], []
-        for state in model.state_names:
-            if state not in model.stochastic_transitions:
-                continue
-            if state in outcome_dependent or model.depends_on_actions(transition_target(state)):
-                kept.append(state)
-            else:
-                pre.append(state)
-        inputs: set[str] = set()
-        for state in pre:
-            inputs |= model.ancestors(transition_target(state)) & set(model.states)
-        ordered = tuple(s for s in model.state_names if s in inputs)
-        in_sweep = any(not model.states[s].is_discrete for s in ordered)
-        return cls(
-            precontracted=tuple(pre),
-            kept=tuple(kept),
-            contraction_inputs=() if in_sweep else ordered,
-            contract_in_sweep=in_sweep,
-        )
-
-
-def compose(model: Model, targets: list[str]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
-    """Compose ``targets`` with dags; the result takes one dict of all available inputs."""
-    if not targets:
-        return lambda env: {}
-    func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
-    arguments = tuple(inspect.signature(func).parameters)
-    return lambda env: func(**{a: env[a] for a in arguments})
-
-
-def sweep(
-    func: Callable[[dict[str, jnp.ndarray], Any], Any],
-    axes: list[tuple[str, jnp.ndarray, int, bool]],
-    carried: Any = None,
-) -> Any:
-    """Evaluate ``func(values, carried)`` on the product of ``axes``, nested in order.
-
-    Each axis is (name, points, batch_size, slices). An axis with ``batch_size > 0`` is swept with
-    ``jax.lax.map`` in chunks of that length (splay), every other axis with ``vmap``. When
-    ``slices`` is true, the leading axis of ``carried`` is mapped together with the points, so
-    each point sees only its own slice (no gather of the whole array). Outputs gain one leading
-    dimension per axis, in order.
-    """
-    if not axes:
-        return func({}, carried)
-    name, points, batch_size, slices = axes[0]
-
-    def along_axis(mapped: tuple[jnp.ndarray, Any]) -> Any:
-        value, part = mapped
-        return sweep(
-            lambda inner, c: func({name: value, **inner}, c), axes[1:], part if slices else carried
-        )
-
-    mapped = (points, carried if slices else None)
-    if batch_size > 0:
-        return _map_in_chunks(along_axis, mapped, batch_size=batch_size)
-    return jax.vmap(along_axis)(mapped)
-
-
-def _map_in_chunks(func: Callable[[Any], Any], mapped: Any, *, batch_size: int) -> Any:
-    """Apply ``func`` over the leading axis in equal chunks of ``batch_size`` (``lax.map``).
-
-    The axis is padded with copies of its last entry to a multiple of ``batch_size`` and the
-    padding is dropped from the result, so every chunk has the same shape: one compiled body,
-    and no ragged remainder whose different fusion could change the last bits of the values.
-    """
-    n = jax.tree.leaves(mapped)[0].shape[0]
-    padded_n = -(-n // batch_size) * batch_size
-    if padded_n != n:
-        mapped = jax.tree.map(
-            lambda x: jnp.concatenate([x, jnp.repeat(x[-1:], padded_n - n, axis=0)]), mapped
-        )
-    result = jax.lax.map(func, mapped, batch_size=batch_size)
-    return jax.tree.map(lambda x: x[:n], result)
-
-
-def weighted_sum(weights: jnp.ndarray, stacked: jnp.ndarray) -> jnp.ndarray:
-    """Return sum_k weights[k] * stacked[k], summed in a fixed order.
-
-    Elementwise, unlike a dot product, so the rounding does not depend on how XLA batches it:
-    splayed and unsplayed solves stay value-identical.
-    """
-    total = weights[0] * stacked[0]
-    for k in range(1, stacked.shape[0]):
-        total = total + weights[k] * stacked[k]
-    return total
 
 
 def _joint_probabilities(probabilities: list[jnp.ndarray]) -> jnp.ndarray:
@@ -144,47 +33,11 @@ def _joint_probabilities(probabilities: list[jnp.ndarray]) -> jnp.ndarray:
     return joint.ravel()
 
 
-def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], jnp.ndarray]:
-    """Return ``contract(next_value, env)``: W = E over the pre-contracted states of V_{t+1}."""
-    plan = ExpectationPlan.for_model(model)
-    per_state = compose(model, [transition_target(s) for s in plan.precontracted])
-
-    def contract(next_value: jnp.ndarray, env: dict[str, Any]) -> jnp.ndarray:
-        probabilities = per_state(env)
-        axis_names = list(model.state_names)
-        expected = next_value
-        for state in plan.precontracted:
-            expected = weighted_sum(
-                probabilities[transition_target(state)],
-                jnp.moveaxis(expected, axis_names.index(state), 0),
-            )
-            axis_names.remove(state)
-        return expected
-
-    return contract
-
-
-def contract_before_sweep(
-    model: Model,
-    *,
-    next_value: jnp.ndarray,
-    env: dict[str, Any],
-    grid_points: dict[str, jnp.ndarray],
-) -> jnp.ndarray:
-    """Return W on the grid of the contraction's inputs (leading axes), or V if none applies."""
-    plan = ExpectationPlan.for_model(model)
-    if not plan.precontracted or plan.contract_in_sweep:
-        return next_value
-    contract = build_contraction(model)
-    axes = [(s, grid_points[s], 0, False) for s in plan.contraction_inputs]
-    return sweep(lambda values, _: contract(next_value, env | values), axes)
-
-
 def build_q_function(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarray]:
     """Return ``q(state_values, expected, params, grid_points, period, age)`` -> Q over actions.
 
     ``expected`` is next period's V, already contracted over the pre-contracted stochastic states
-    and sliced to this state point's contraction inputs (see ``contract_before_sweep``).
+    and sliced to this state point's sliced axes (see ``prepare_next_value``).
     """
     plan = ExpectationPlan.for_model(model)
     contract = build_contraction(model)
@@ -193,7 +46,7 @@ def build_q_function(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarr
     per_outcome = compose(model, [f"next_{s}" for s in model.deterministic_states])
     grids: dict[str, Grid] = dict(model.states)
     kept_sizes = [grids[s].n_points for s in plan.kept]
-    remaining_axes = [(s, g) for s, g in grids.items() if s not in plan.precontracted]
+    remaining_axes = [(s, grids[s]) for s in plan.interpolation_axes(model)]
 
     def q_function(
         state_values: dict[str, jnp.ndarray],
@@ -247,7 +100,7 @@ def build_q_function(model: Model, *, terminal: bool) -> Callable[..., jnp.ndarr
 def _state_axes(
     model: Model, *, grid_points: dict[str, jnp.ndarray], terminal: bool, splay: bool = True
 ) -> list[tuple[str, jnp.ndarray, int, bool]]:
-    sliced = () if terminal else ExpectationPlan.for_model(model).contraction_inputs
+    sliced = () if terminal else ExpectationPlan.for_model(model).sliced
     return [
         (s, grid_points[s], g.batch_size if splay else 0, s in sliced)
         for s, g in model.states.items()
@@ -263,11 +116,19 @@ def _expected(
     grid_points: dict[str, jnp.ndarray],
     period: jnp.ndarray,
     age: jnp.ndarray,
+    mesh: Mesh | None = None,
 ) -> jnp.ndarray | None:
     if terminal:
         return None
     env = {**params, "period": period, "age": age}
-    return contract_before_sweep(model, next_value=next_value, env=env, grid_points=grid_points)
+    prepared = prepare_next_value(model, next_value=next_value, env=env, grid_points=grid_points)
+    if mesh is None:
+        return prepared
+    plan = ExpectationPlan.for_model(model)
+    axes = [*plan.sliced, *plan.interpolation_axes(model)]
+    return jax.lax.with_sharding_constraint(
+        prepared, NamedSharding(mesh, value_spec(model, axis_order=axes))
+    )
 
 
 def best_choice(q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -281,10 +142,11 @@ def best_choice(q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
     return q[index], index.astype(jnp.int32)
 
 
-def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
+def build_period_kernel(model: Model, *, terminal: bool, mesh: Mesh | None = None) -> Kernel:
     """Return the jitted kernel ``(next_value, params, grid_points, period, age) -> (V, policy)``.
 
-    ``policy`` maps each action to the int32 index of its optimal grid point per state.
+    ``policy`` maps each action to the int32 index of its optimal grid point per state. With a
+    ``mesh``, V and the policy come out sharded along the model's permanent states.
     """
     q_function = build_q_function(model, terminal=terminal)
     action_shape = tuple(g.n_points for g in model.actions.values())
@@ -298,6 +160,7 @@ def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
             grid_points=grid_points,
             period=period,
             age=age,
+            mesh=mesh,
         )
 
         def best(
@@ -310,6 +173,10 @@ def build_period_kernel(model: Model, *, terminal: bool) -> Kernel:
         value, flat_index = sweep(best, axes, expected)
         indices = jnp.unravel_index(flat_index, action_shape) if action_shape else ()
         policy = {a: i.astype(jnp.int32) for a, i in zip(model.action_names, indices, strict=True)}
+        if mesh is not None:
+            sharding = NamedSharding(mesh, value_spec(model))
+            value = jax.lax.with_sharding_constraint(value, sharding)
+            policy = jax.lax.with_sharding_constraint(policy, sharding)
         return value, policy
 
     return jax.jit(kernel)

@@ -16,7 +16,7 @@ import numpy as np
 
 from project.errors import InvalidTransitionError, ModelSpecificationError
 from project.model.spec import Model, transition_target
-from project.solver.kernel import compose, sweep
+from project.solver.sweep import compose, sweep
 
 _CHECKERS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
     weakref.WeakKeyDictionary()
