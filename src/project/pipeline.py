@@ -76,8 +76,9 @@ def fingerprint(*, specification: dict[str, Any], sources: Sequence[Path]) -> st
     return digest.hexdigest()
 
 
-def solve_variant(*, specification: dict[str, Any], directory: Path,
-                  sources: Sequence[Path]) -> bool:
+def solve_variant(
+    *, specification: dict[str, Any], directory: Path, sources: Sequence[Path]
+) -> bool:
     """Solve the specified model into ``directory`` unless it is up to date; say if solved."""
     expected = fingerprint(specification=specification, sources=sources)
     metadata_file = Path(directory) / "metadata.json"
@@ -87,24 +88,36 @@ def solve_variant(*, specification: dict[str, Any], directory: Path,
         return False
     jax.config.update("jax_enable_x64", specification["x64"])
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    solution = solve(model=model, params=specification["params"],
-                     log_level=specification["log_level"])
-    save_solution(solution=solution, directory=directory,
-                  extra={"variant": specification["name"], "fingerprint": expected})
+    solution = solve(
+        model=model, params=specification["params"], log_level=specification["log_level"]
+    )
+    save_solution(
+        solution=solution,
+        directory=directory,
+        extra={"variant": specification["name"], "fingerprint": expected},
+    )
     return True
 
 
-def simulate_variant(*, specification: dict[str, Any], settings: dict[str, Any],
-                     solution_directory: Path) -> SimulationResult:
+def simulate_variant(
+    *, specification: dict[str, Any], settings: dict[str, Any], solution_directory: Path
+) -> SimulationResult:
     """Load a variant's solution and simulate its subjects with ``settings``."""
     jax.config.update("jax_enable_x64", specification["x64"])
     settings = asdict(SimulationSettings(**settings))
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
     solution = load_solution(directory=solution_directory, model=model)
-    initial = draw_initial_conditions(model=model, n_subjects=settings["n_subjects"],
-                                      seed=settings["seed"],
-                                      distribution=settings["initial_distribution"])
-    return simulate(params=specification["params"], initial_conditions=initial,
-                    solution=solution, seed=settings["seed"],
-                    subject_batch_size=settings["subject_batch_size"],
-                    log_level=specification["log_level"])
+    initial = draw_initial_conditions(
+        model=model,
+        n_subjects=settings["n_subjects"],
+        seed=settings["seed"],
+        distribution=settings["initial_distribution"],
+    )
+    return simulate(
+        params=specification["params"],
+        initial_conditions=initial,
+        solution=solution,
+        seed=settings["seed"],
+        subject_batch_size=settings["subject_batch_size"],
+        log_level=specification["log_level"],
+    )
