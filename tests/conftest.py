@@ -3,6 +3,10 @@
 import jax
 import pytest
 
+# tests/sharded needs 4 fake devices set before JAX starts: tests/test_sharded.py runs it in a
+# subprocess, so this process must not collect it.
+collect_ignore = ["sharded"]
+
 
 @pytest.fixture
 def x64():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from project.devices import state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import atomic_directory
@@ -64,8 +67,15 @@ def save_solution(
     return directory / MARKER_NAME
 
 
-def load_solution(*, directory: Path, model: Model) -> Solution:
-    """Restore a solution saved by ``save_solution`` for ``model``."""
+def load_solution(
+    *, directory: Path, model: Model, devices: Sequence[Any] | None = None
+) -> Solution:
+    """Restore a solution saved by ``save_solution`` for ``model``.
+
+    Arrays of a model with distributed states are restored sharded onto the model's mesh over
+    ``devices`` (default: all), each device reading only its blocks; the device count may differ
+    from the one that saved, as long as the mesh guard in ``project.devices`` accepts it.
+    """
     directory = Path(directory).absolute()
     if not (directory / MARKER_NAME).exists():
         msg = (
@@ -74,15 +84,18 @@ def load_solution(*, directory: Path, model: Model) -> Solution:
         )
         raise CheckpointError(msg)
     metadata = json.loads((directory / "metadata.json").read_text())
-    if metadata["model"]["states"] != model.describe()["states"]:
+    if _grids_without_knobs(metadata["model"]["states"]) != _grids_without_knobs(
+        model.describe()["states"]
+    ):
         msg = (
             f"{directory} holds a solution of a model with other state grids than "
             f"{model.name!r}. Rebuild it with `pytask` or load it with the matching model."
         )
         raise CheckpointError(msg)
+    target = _abstract_target(model=model, metadata=metadata, devices=devices)
     try:
         checkpointer = ocp.StandardCheckpointer()
-        tree = checkpointer.restore(directory / "arrays")
+        tree = checkpointer.restore(directory / "arrays", target)
         checkpointer.close()
     except Exception as error:
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
@@ -108,9 +121,41 @@ def tree_digest(tree: dict[str, Any]) -> str:
     leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
     for path, leaf in sorted(leaves, key=lambda item: jax.tree_util.keystr(item[0])):
         digest.update(f"{jax.tree_util.keystr(path)}|{leaf.dtype}|{leaf.shape}".encode())
-        for shard in sorted(leaf.addressable_shards, key=lambda s: str(s.index)):
+        shards = [s for s in leaf.addressable_shards if s.replica_id == 0]
+        for shard in sorted(shards, key=lambda s: str(s.index)):
+            digest.update(str(shard.index).encode())
             digest.update(np.ascontiguousarray(shard.data).tobytes())
     return digest.hexdigest()
+
+
+def _grids_without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Drop batch_size and distributed: they change how V is computed, not its values."""
+    return {
+        name: {k: v for k, v in grid.items() if k not in {"batch_size", "distributed"}}
+        for name, grid in grids.items()
+    }
+
+
+def _abstract_target(
+    *, model: Model, metadata: dict[str, Any], devices: Sequence[Any] | None
+) -> dict[str, Any]:
+    """Return the checkpoint's tree as shape/dtype/sharding structs (no array data)."""
+    mesh = state_mesh(model, devices=devices)
+    if mesh is None:
+        mesh = Mesh(np.asarray(jax.devices()[:1]), axis_names=("single",))
+    sharding = NamedSharding(mesh, value_spec(model) if model.permanent_states else PartitionSpec())
+    shape = tuple(g.n_points for g in model.states.values())
+    dtype = jnp.dtype(metadata["dtype"])
+    periods = [str(t) for t in range(model.n_periods)]
+    return {
+        "value_function": {
+            t: jax.ShapeDtypeStruct(shape, dtype, sharding=sharding) for t in periods
+        },
+        "policy": {
+            t: {a: jax.ShapeDtypeStruct(shape, jnp.int32, sharding=sharding) for a in model.actions}
+            for t in periods
+        },
+    }
 
 
 def _write_json(path: Path, content: dict[str, Any]) -> None:
