@@ -154,7 +154,8 @@ def test_two_distributed_axes_must_multiply_to_the_device_count():
                 "y": DiscreteGrid(Two, distributed=True),
                 "wealth": LinSpacedGrid(start=1, stop=2, n_points=3, name="wealth")},
         actions={"c": LinSpacedGrid(start=0.1, stop=1, n_points=3, name="c")},
-        functions={"utility": lambda c: jnp.log(c), "next_x": lambda x: x,
+        functions={"utility": lambda c: jnp.log(c),  # noqa: PLW0108 (dags binds by name)
+                   "next_x": lambda x: x,
                    "next_y": lambda y: y, "next_wealth": lambda wealth, c: wealth - c},
         n_periods=2,
     )

@@ -1,0 +1,256 @@
+"""Figures and tables of project.analysis: files written, deterministic, numbers right."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from project import solve
+from project.analysis import (
+    lifecycle_profiles,
+    parameter_table,
+    plot_lifecycle_profiles,
+    plot_policy_functions,
+    plot_variant_comparison,
+    summary_statistics,
+    write_table,
+)
+from project.analysis.style import save_figure
+from project.models.lifecycle import DEFAULT_PARAMS, build_model
+
+PREF_TYPES = ["work_loving", "leisure_loving"]
+RETIREMENT = ["working", "retired"]
+
+
+@pytest.fixture(scope="module")
+def tiny_solution():
+    model = build_model(n_wealth=10, n_consumption=10, n_periods=4, start_age=66)
+    return solve(model=model, params=DEFAULT_PARAMS, log_level="off")
+
+
+def synthetic_panel(*, n_subjects: int = 6, ages: range = range(50, 62), shift: float = 0.0):
+    """Return a panel like SimulationResult.to_dataframe(): categoricals, one row per age."""
+    subject = np.repeat(np.arange(n_subjects), len(ages))
+    age = np.tile(np.asarray(ages, dtype=float), n_subjects)
+    retire_at = 55 + subject % 5
+    return pd.DataFrame(
+        {
+            "subject_id": subject,
+            "period": np.tile(np.arange(len(ages)), n_subjects),
+            "age": age,
+            "value": -1.0 / (1.0 + age),
+            "pref_type": pd.Categorical.from_codes(subject % 2, categories=PREF_TYPES),
+            "lagged_retirement": pd.Categorical.from_codes(
+                (age > retire_at).astype(int), categories=RETIREMENT
+            ),
+            "wealth": (1.0 + 0.1 * subject + 0.05 * (age - 50) + shift).astype(np.float32),
+            "retirement": pd.Categorical.from_codes(
+                (age >= retire_at).astype(int), categories=RETIREMENT
+            ),
+            "consumption": (0.5 + 0.01 * subject + shift / 2).astype(np.float32),
+        }
+    )
+
+
+def hand_panel() -> pd.DataFrame:
+    """Two subjects, ages 50-56: subject 0 retires at 55, subject 1 at 53."""
+    ages = np.arange(50, 57, dtype=float)
+    rows = []
+    for subject, (retire_at, base, consumption) in enumerate([(55, 0, 1.0), (53, 10, 3.0)]):
+        for age in ages:
+            rows.append(
+                {
+                    "subject_id": subject,
+                    "age": age,
+                    "pref_type": PREF_TYPES[subject],
+                    "wealth": base + age - 50,
+                    "consumption": consumption,
+                    "retirement": RETIREMENT[int(age >= retire_at)],
+                }
+            )
+    frame = pd.DataFrame(rows)
+    for column, categories in (("pref_type", PREF_TYPES), ("retirement", RETIREMENT)):
+        frame[column] = pd.Categorical(frame[column], categories=categories)
+    return frame
+
+
+def render_twice(tmp_path: Path, plot, **kwargs) -> dict[str, tuple[bytes, bytes]]:
+    out = {}
+    for run in ("a", "b"):
+        paths = {fmt: tmp_path / run / f"figure.{fmt}" for fmt in ("png", "pdf")}
+        assert plot(paths=paths, **kwargs) == [paths["png"], paths["pdf"]]
+        for fmt, path in paths.items():
+            out.setdefault(fmt, ())
+            out[fmt] = (*out[fmt], path.read_bytes())
+    return out
+
+
+def assert_deterministic_figures(rendered: dict[str, tuple[bytes, bytes]]) -> None:
+    png_first, png_second = rendered["png"]
+    pdf_first, pdf_second = rendered["pdf"]
+    assert png_first.startswith(b"\x89PNG") and len(png_first) > 10_000
+    assert pdf_first.startswith(b"%PDF") and len(pdf_first) > 5_000
+    assert png_first == png_second
+    assert pdf_first == pdf_second
+    assert b"CreationDate" not in pdf_first
+    assert b"Matplotlib" not in pdf_first
+    assert b"Software" not in png_first
+
+
+def test_policy_functions_figure_is_written_and_deterministic(tmp_path, tiny_solution):
+    rendered = render_twice(tmp_path, plot_policy_functions, solution=tiny_solution)
+    assert_deterministic_figures(rendered)
+
+
+def test_policy_functions_reject_unknown_age_and_label(tmp_path, tiny_solution):
+    paths = {"png": tmp_path / "f.png"}
+    with pytest.raises(ValueError, match="not an age"):
+        plot_policy_functions(solution=tiny_solution, paths=paths, ages=[50])
+    with pytest.raises(ValueError, match="not a label"):
+        plot_policy_functions(
+            solution=tiny_solution,
+            paths=paths,
+            fixed_states={"lagged_retirement": "idle", "income": "node_2"},
+        )
+
+
+def test_lifecycle_profiles_figure_is_written_and_deterministic(tmp_path):
+    rendered = render_twice(
+        tmp_path, plot_lifecycle_profiles, panel=synthetic_panel(), variant="baseline"
+    )
+    assert_deterministic_figures(rendered)
+
+
+def test_variant_comparison_figure_is_written_and_deterministic(tmp_path):
+    panels = {"baseline": synthetic_panel(), "low_pension": synthetic_panel(shift=0.5)}
+    rendered = render_twice(tmp_path, plot_variant_comparison, panels=panels)
+    assert_deterministic_figures(rendered)
+
+
+def test_save_figure_rejects_unknown_formats(tmp_path):
+    from matplotlib.figure import Figure
+
+    with pytest.raises(ValueError, match="png"):
+        save_figure(figure=Figure(), paths={"svg": tmp_path / "f.svg"})
+
+
+def test_lifecycle_profiles_by_type_match_hand_computation():
+    profiles = lifecycle_profiles(panel=hand_panel(), by=["pref_type"])
+    assert list(profiles.columns) == [
+        "pref_type", "age", "mean_wealth", "median_wealth", "mean_consumption",
+        "share_retired", "n",
+    ]
+    assert list(profiles["pref_type"].astype(str).unique()) == PREF_TYPES
+    leisure = profiles[profiles["pref_type"] == "leisure_loving"].set_index("age")
+    assert leisure.loc[52.0, "share_retired"] == 0.0
+    assert leisure.loc[53.0, "share_retired"] == 1.0
+    assert leisure.loc[56.0, "mean_wealth"] == 16.0
+    pooled = lifecycle_profiles(panel=hand_panel()).set_index("age")
+    assert pooled.loc[53.0, "share_retired"] == 0.5
+    assert pooled.loc[50.0, "median_wealth"] == 5.0
+    assert pooled.loc[50.0, "n"] == 2
+
+
+def test_summary_statistics_match_hand_computation():
+    table = summary_statistics(panels={"baseline": hand_panel()})
+    assert list(table.columns) == [
+        "Variant", "Ages", "Mean wealth", "Mean consumption", "Share retired", "N",
+    ]
+    assert list(table["Ages"]) == ["50-54", "55-59"]
+    first, second = table.iloc[0], table.iloc[1]
+    # 50-54: subject 0 holds wealth 0..4, subject 1 10..14; subject 1 retired at 53 and 54.
+    assert first["Mean wealth"] == pytest.approx((10 + 60) / 10)
+    assert first["Mean consumption"] == pytest.approx(2.0)
+    assert first["Share retired"] == pytest.approx(2 / 10)
+    assert first["N"] == 10
+    # 55-56: everyone retired; wealth 5, 6, 15, 16.
+    assert second["Share retired"] == 1.0
+    assert second["Mean wealth"] == pytest.approx(10.5)
+    assert second["N"] == 4
+
+
+def test_summary_statistics_accept_integer_codes_and_keep_variant_order():
+    coded = hand_panel()
+    coded["retirement"] = coded["retirement"].cat.codes.astype(np.int32)
+    table = summary_statistics(panels={"z_variant": coded, "a_variant": hand_panel()})
+    assert list(table["Variant"]) == ["z_variant"] * 2 + ["a_variant"] * 2
+    pd.testing.assert_frame_equal(
+        table.iloc[:2].drop(columns="Variant").reset_index(drop=True),
+        table.iloc[2:].drop(columns="Variant").reset_index(drop=True),
+    )
+
+
+def test_summary_statistics_reject_panel_without_columns():
+    with pytest.raises(KeyError, match="retirement"):
+        summary_statistics(panels={"x": hand_panel().drop(columns="retirement")})
+
+
+def test_parameter_table_formats_values_and_missing_entries():
+    specifications = {
+        "baseline": {"params": dict(DEFAULT_PARAMS), "sizes": {"n_wealth": 100}},
+        "low_pension": {"params": {**DEFAULT_PARAMS, "pension": 0.3}},
+    }
+    table = parameter_table(specifications=specifications).set_index("Parameter")
+    assert list(table.columns) == ["Description", "baseline", "low_pension"]
+    assert table.loc["pension", "baseline"] == "0.45"
+    assert table.loc["pension", "low_pension"] == "0.3"
+    assert table.loc["disutility_of_work", "baseline"] == "(0.05, 0.25)"
+    assert table.loc["beta", "Description"] == "discount factor"
+    assert table.loc["n_wealth", "baseline"] == "100"
+    assert table.loc["n_wealth", "low_pension"] == ""
+    assert list(table.index)[-1] == "n_wealth"
+
+
+def test_write_table_latex_and_markdown_are_right_and_deterministic(tmp_path):
+    table = summary_statistics(
+        panels={"baseline": hand_panel(), "low_pension": hand_panel()}
+    )
+    contents = []
+    for run in ("a", "b"):
+        latex, markdown = write_table(
+            table=table,
+            latex_path=tmp_path / run / "summary.tex",
+            markdown_path=tmp_path / run / "summary.md",
+            caption="Summary statistics (model units)",
+            label="tab:summary",
+            group_column="Variant",
+        )
+        contents.append((latex.read_bytes(), markdown.read_bytes()))
+    assert contents[0] == contents[1]
+    latex_text, markdown_text = (c.decode() for c in contents[0])
+    for command in (r"\toprule", r"\midrule", r"\bottomrule", r"\label{tab:summary}"):
+        assert command in latex_text
+    assert r"\begin{tabular}{llrrrr}" in latex_text
+    assert r"low\_pension & 50-54 & 7.000 & 2.000 & 0.200 & 10 \\" in latex_text
+    assert r" & 55-59 & 10.500 & 2.000 & 1.000 & 4 \\" in latex_text
+    lines = markdown_text.splitlines()
+    assert lines[0] == "**Summary statistics (model units)**"
+    assert lines[2] == (
+        "| Variant | Ages | Mean wealth | Mean consumption | Share retired | N |"
+    )
+    assert lines[3] == "| --- | --- | ---: | ---: | ---: | ---: |"
+    assert lines[4] == "| baseline | 50-54 | 7.000 | 2.000 | 0.200 | 10 |"
+    assert len(lines) == 4 + len(table)
+
+
+def test_write_table_uses_given_formats(tmp_path):
+    table = pd.DataFrame({"name": ["a|b"], "x": [1.23456], "n": [7]})
+    latex, markdown = write_table(
+        table=table,
+        latex_path=tmp_path / "t.tex",
+        markdown_path=tmp_path / "t.md",
+        caption="A & B",
+        label="tab:t",
+        formats={"x": "{:.1f}"},
+    )
+    assert r"\caption{A \& B}" in latex.read_text()
+    assert r"a|b & 1.2 & 7 \\" in latex.read_text()
+    assert r"| a\|b | 1.2 | 7 |" in markdown.read_text()
+    with pytest.raises(KeyError, match="missing"):
+        write_table(
+            table=table, latex_path=tmp_path / "u.tex", markdown_path=tmp_path / "u.md",
+            caption="c", label="l", formats={"missing": "{:.1f}"},
+        )
