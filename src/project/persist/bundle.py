@@ -1,0 +1,281 @@
+"""Save and load a simulated panel ("bundle"): arrays, metadata and the results table.
+
+Layout of a bundle directory::
+
+    arrays/               orbax checkpoint {"value_function": {"0": V_0, ...},
+                                            "columns": {name: (n_subjects, n_periods) array}}
+    metadata.json         model description, state/action order, ages, params (lists, with
+                          dtypes), seed, subject_batch_size, n_subjects, package versions
+                          (human-readable JSON, sorted keys)
+    simulated_data.arrow  ``result.to_dataframe()`` as Feather (Arrow IPC, zstd), for analysis
+    COMPLETE.json         the marker, written last; it holds SHA-256 digests of the arrays and of
+                          the arrow file's bytes, so its bytes change exactly when they do
+
+Contract:
+
+- A bundle is written into a temporary sibling and renamed into place: an exception or a killed
+  process leaves the previous bundle intact and never a directory that looks complete.
+- Saving the same result twice gives byte-identical arrow files and markers (the arrow file
+  embeds only the pandas and pyarrow versions, recorded in metadata.json: no time stamps).
+- Loading reads only JSON and the orbax checkpoint (no pickle: no code is executed) and restores
+  everything but the table, which ``to_dataframe()`` rebuilds identically. A missing, partial or
+  corrupted bundle raises ``CheckpointError`` saying what is wrong and how to rebuild it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import orbax.checkpoint as ocp
+from pyarrow import feather
+
+from project.errors import CheckpointError
+from project.model.spec import Model
+from project.persist.atomic import atomic_directory
+from project.persist.solution import MARKER_NAME, package_versions
+from project.simulation.result import SimulationResult
+
+ARRAYS_NAME = "arrays"
+METADATA_NAME = "metadata.json"
+TABLE_NAME = "simulated_data.arrow"
+TABLE_COMPRESSION = "zstd"
+TABLE_PACKAGES = ("pandas", "pyarrow")  # their versions are embedded in the arrow file
+REBUILD_HINT = "Rebuild it with `pytask` (or call result.save again)."
+METADATA_KEYS = (
+    "model",
+    "ages",
+    "params",
+    "param_dtypes",
+    "seed",
+    "subject_batch_size",
+    "n_subjects",
+    "state_names",
+    "action_names",
+)
+
+
+def save_bundle(
+    *,
+    result: SimulationResult,
+    directory: Path,
+    additional_targets: list[str] | str | None = None,
+) -> Path:
+    """Write ``result`` atomically to ``directory``; return the marker path (written last).
+
+    ``additional_targets`` adds model functions as table columns (see ``to_dataframe``); they
+    need the result's model. The arrays and metadata never depend on them.
+    """
+    frame = result.to_dataframe(additional_targets)
+    tree = {
+        "value_function": {str(t): _to_numpy(v) for t, v in enumerate(result.value_function)},
+        "columns": {name: _to_numpy(v) for name, v in result.columns.items()},
+    }
+    params = {name: _to_numpy(v) for name, v in result.params.items()}
+    base = {"subject_id", "period", "age", *result.columns}
+    metadata = {
+        "model": result.description,
+        "state_names": list(result.description["states"]),
+        "action_names": list(result.description["actions"]),
+        "ages": [float(a) for a in result.ages],
+        "params": {name: v.tolist() for name, v in params.items()},
+        "param_dtypes": {name: str(v.dtype) for name, v in params.items()},
+        "seed": int(_to_numpy(result.seed)),
+        "subject_batch_size": int(_to_numpy(result.subject_batch_size)),
+        "n_subjects": int(tree["columns"]["value"].shape[0]),
+        "additional_targets": [str(c) for c in frame.columns if c not in base],
+        "versions": {**package_versions(), **{name: version(name) for name in TABLE_PACKAGES}},
+    }
+    directory = Path(directory).absolute()
+    with atomic_directory(directory) as staging:
+        checkpointer = ocp.StandardCheckpointer()
+        try:
+            checkpointer.save(staging / ARRAYS_NAME, tree)
+            checkpointer.wait_until_finished()
+        finally:
+            checkpointer.close()
+        _write_json(staging / METADATA_NAME, metadata)
+        feather.write_feather(frame, staging / TABLE_NAME, compression=TABLE_COMPRESSION)
+        with (staging / TABLE_NAME).open("rb") as table:
+            table_digest = hashlib.file_digest(table, "sha256").hexdigest()
+        marker = {"arrays_sha256": arrays_digest(tree), "simulated_data_sha256": table_digest}
+        _write_json(staging / MARKER_NAME, marker)
+    return directory / MARKER_NAME
+
+
+def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationResult:
+    """Restore a result saved by ``save_bundle``; ``model`` is needed only for extra targets."""
+    directory = Path(directory).absolute()
+    if not (directory / MARKER_NAME).is_file():
+        reason = "does not exist" if not directory.exists() else f"has no {MARKER_NAME}"
+        msg = (
+            f"{directory} is not a complete simulation bundle ({reason}): the save was "
+            f"interrupted or never ran. {REBUILD_HINT}"
+        )
+        raise CheckpointError(msg)
+    marker = _read_json(directory / MARKER_NAME, required=["arrays_sha256"])
+    metadata = _read_json(directory / METADATA_NAME, required=METADATA_KEYS)
+    if model is not None:
+        _check_model(directory=directory, model=model, metadata=metadata)
+    tree = _restore_arrays(directory)
+    if arrays_digest(tree) != marker["arrays_sha256"]:
+        msg = (
+            f"The arrays of {directory} do not match the digest in its {MARKER_NAME}: the "
+            f"bundle is corrupted. {REBUILD_HINT}"
+        )
+        raise CheckpointError(msg)
+    try:
+        _check_arrays(directory=directory, tree=tree, metadata=metadata)
+        ages = tuple(float(a) for a in metadata["ages"])
+        return SimulationResult(
+            description=_ordered_description(metadata),
+            ages=ages,
+            seed=int(metadata["seed"]),
+            subject_batch_size=int(metadata["subject_batch_size"]),
+            columns=tree["columns"],
+            value_function=tuple(
+                jnp.asarray(tree["value_function"][str(t)]) for t in range(len(ages))
+            ),
+            params={
+                name: np.asarray(value, dtype=metadata["param_dtypes"][name])
+                for name, value in metadata["params"].items()
+            },
+            model=model,
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        msg = f"{directory / METADATA_NAME} is malformed ({error!r}). {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+
+
+def arrays_digest(tree: dict[str, dict[str, np.ndarray]]) -> str:
+    """Return a SHA-256 over every array's path, dtype, shape and bytes, in sorted order."""
+    digest = hashlib.sha256()
+    for group in sorted(tree):
+        for name in sorted(tree[group]):
+            array = np.ascontiguousarray(tree[group][name])
+            digest.update(f"{group}/{name}|{array.dtype}|{array.shape}".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def _restore_arrays(directory: Path) -> dict[str, dict[str, np.ndarray]]:
+    path = directory / ARRAYS_NAME
+    if not path.is_dir():
+        msg = f"{directory} has no {ARRAYS_NAME}/ directory: the bundle is partial. {REBUILD_HINT}"
+        raise CheckpointError(msg)
+    checkpointer = ocp.StandardCheckpointer()
+    try:
+        restored = checkpointer.restore(path)
+        return {
+            group: {name: np.asarray(array) for name, array in restored[group].items()}
+            for group in ("value_function", "columns")
+        }
+    except Exception as error:
+        msg = f"Cannot read the arrays of {directory}: {error!r}. {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+    finally:
+        checkpointer.close()
+
+
+def _check_arrays(
+    *, directory: Path, tree: dict[str, dict[str, np.ndarray]], metadata: dict[str, Any]
+) -> None:
+    description = metadata["model"]
+    n_periods = len(metadata["ages"])
+    expected = {
+        "value_function": {str(t) for t in range(n_periods)},
+        "columns": {"value", *description["states"], *description["actions"]},
+    }
+    for group, names in expected.items():
+        missing = sorted(names - set(tree[group]))
+        if missing:
+            msg = f"The arrays of {directory} lack {group} {missing}. {REBUILD_HINT}"
+            raise CheckpointError(msg)
+    shapes = {name: array.shape for name, array in tree["columns"].items()}
+    if len({*shapes.values(), (metadata["n_subjects"], n_periods)}) != 1:
+        msg = (
+            f"The simulated arrays of {directory} have shapes {shapes}, expected "
+            f"({metadata['n_subjects']}, {n_periods}) each. {REBUILD_HINT}"
+        )
+        raise CheckpointError(msg)
+
+
+def _ordered_description(metadata: dict[str, Any]) -> dict[str, Any]:
+    """Return the model description with states and actions in their saved order.
+
+    ``metadata.json`` has sorted keys, but the order of states is V's axis order and the order
+    of the table's columns.
+    """
+    description = dict(metadata["model"])
+    for part in ("states", "actions"):
+        grids = description[part]
+        names = metadata[f"{part[:-1]}_names"]
+        if sorted(names) != sorted(grids):
+            msg = f"{part} {names} do not match the model description {sorted(grids)}."
+            raise ValueError(msg)
+        description[part] = {name: grids[name] for name in names}
+    return description
+
+
+def _check_model(*, directory: Path, model: Model, metadata: dict[str, Any]) -> None:
+    given = json.loads(json.dumps(model.describe(), default=_json_default))
+    for part in ("states", "actions"):
+        names = metadata[f"{part[:-1]}_names"]
+        saved = metadata["model"].get(part, {})
+        if list(given[part]) != names or _without_knobs(given[part]) != _without_knobs(saved):
+            msg = (
+                f"{directory} holds a simulation of a model with other {part} than "
+                f"{model.name!r}. Load it with the matching model or rebuild it with `pytask`."
+            )
+            raise CheckpointError(msg)
+
+
+def _without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Drop batch_size and distributed: they change how results are computed, not their values."""
+    return {
+        name: {k: v for k, v in grid.items() if k not in {"batch_size", "distributed"}}
+        for name, grid in grids.items()
+    }
+
+
+def _read_json(path: Path, *, required: Sequence[str]) -> dict[str, Any]:
+    if not path.is_file():
+        msg = f"{path.parent} has no {path.name}: the bundle is partial. {REBUILD_HINT}"
+        raise CheckpointError(msg)
+    try:
+        content = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        msg = f"{path} is not valid JSON ({error}): the bundle is corrupted. {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+    if not isinstance(content, dict):
+        msg = f"{path} does not hold a JSON object: the bundle is corrupted. {REBUILD_HINT}"
+        raise CheckpointError(msg)
+    missing = sorted(set(required) - set(content))
+    if missing:
+        msg = f"{path} lacks the entries {missing}: the bundle is corrupted. {REBUILD_HINT}"
+        raise CheckpointError(msg)
+    return content
+
+
+def _write_json(path: Path, content: dict[str, Any]) -> None:
+    text = json.dumps(content, indent=2, sort_keys=True, default=_json_default)
+    path.write_text(text + "\n")
+
+
+def _json_default(value: Any) -> Any:
+    """Return numpy and JAX values (0-d included) as plain Python numbers and lists."""
+    if isinstance(value, np.ndarray | np.generic | jax.Array):
+        return _to_numpy(value).tolist()
+    msg = f"Cannot write {type(value).__name__} {value!r} as JSON."
+    raise TypeError(msg)
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    return np.asarray(jax.device_get(value))
