@@ -161,3 +161,19 @@ def test_two_distributed_axes_must_multiply_to_the_device_count():
     )
     with pytest.raises(ModelSpecificationError, match=r"product 6.*4 devices"):
         solve(model=model, params={"beta": 0.9})
+
+
+def test_simulation_bundle_keeps_value_function_sharded(solutions, tmp_path):
+    from project.simulation import SimulationResult
+
+    model, _, sharded = solutions
+    initial = draw_initial_conditions(model=model, n_subjects=21, seed=4,
+                                      distribution=DISTRIBUTION)
+    result = simulate(params=PARAMS, initial_conditions=initial, solution=sharded, seed=9)
+    result.save(directory=tmp_path / "bundle")
+    loaded = SimulationResult.load(directory=tmp_path / "bundle", model=model)
+    original = sharded.value_function[0]
+    assert loaded.value_function[0].sharding.is_equivalent_to(original.sharding, original.ndim)
+    np.testing.assert_array_equal(np.asarray(loaded.value_function[0]),
+                                  np.asarray(sharded.value_function[0]))
+    pd.testing.assert_frame_equal(result.to_dataframe(), loaded.to_dataframe())

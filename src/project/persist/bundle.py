@@ -35,8 +35,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
+from jax.sharding import NamedSharding
 from pyarrow import feather
 
+from project.devices import state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import atomic_directory
@@ -75,7 +77,7 @@ def save_bundle(
     """
     frame = result.to_dataframe(additional_targets)
     tree = {
-        "value_function": {str(t): _to_numpy(v) for t, v in enumerate(result.value_function)},
+        "value_function": dict(enumerate_periods(result.value_function)),
         "columns": {name: _to_numpy(v) for name, v in result.columns.items()},
     }
     params = {name: _to_numpy(v) for name, v in result.params.items()}
@@ -124,7 +126,7 @@ def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationRes
     metadata = _read_json(directory / METADATA_NAME, required=METADATA_KEYS)
     if model is not None:
         _check_model(directory=directory, model=model, metadata=metadata)
-    tree = _restore_arrays(directory)
+    tree = _restore_arrays(directory, model=model, metadata=metadata)
     if arrays_digest(tree) != marker["arrays_sha256"]:
         msg = (
             f"The arrays of {directory} do not match the digest in its {MARKER_NAME}: the "
@@ -154,10 +156,14 @@ def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationRes
         raise CheckpointError(msg) from error
 
 
-def arrays_digest(tree: dict[str, dict[str, np.ndarray]]) -> str:
-    """Return a SHA-256 over every array's path, dtype, shape and bytes, in sorted order."""
+def arrays_digest(tree: dict[str, dict[str, Any]]) -> str:
+    """Return a SHA-256 over the simulated columns' names, dtypes, shapes and bytes.
+
+    V is left out: it may be sharded (its bytes would depend on the device layout), and it is
+    a copy of the solution checkpoint, whose marker carries its digest.
+    """
     digest = hashlib.sha256()
-    for group in sorted(tree):
+    for group in ["columns"]:
         for name in sorted(tree[group]):
             array = np.ascontiguousarray(tree[group][name])
             digest.update(f"{group}/{name}|{array.dtype}|{array.shape}".encode())
@@ -165,7 +171,21 @@ def arrays_digest(tree: dict[str, dict[str, np.ndarray]]) -> str:
     return digest.hexdigest()
 
 
-def _restore_arrays(directory: Path) -> dict[str, dict[str, np.ndarray]]:
+def place_sharded(host: np.ndarray, *, sharding: NamedSharding) -> jax.Array:
+    """Place a host array with ``sharding``, each device taking its block of the host copy."""
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
+def enumerate_periods(values: Any) -> Any:
+    """Yield (period as str, V) pairs; sharded arrays stay on their devices (orbax saves shards)."""
+    for t, value in enumerate(values):
+        yield str(t), value if isinstance(value, jax.Array) else _to_numpy(value)
+
+
+def _restore_arrays(
+    directory: Path, *, model: Model | None, metadata: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Restore the arrays; V goes onto the model's mesh when it has distributed states."""
     path = directory / ARRAYS_NAME
     if not path.is_dir():
         msg = f"{directory} has no {ARRAYS_NAME}/ directory: the bundle is partial. {REBUILD_HINT}"
@@ -173,10 +193,17 @@ def _restore_arrays(directory: Path) -> dict[str, dict[str, np.ndarray]]:
     checkpointer = ocp.StandardCheckpointer()
     try:
         restored = checkpointer.restore(path)
-        return {
+        tree = {
             group: {name: np.asarray(array) for name, array in restored[group].items()}
             for group in ("value_function", "columns")
         }
+        if model is not None and model.permanent_states:
+            mesh = state_mesh(model)
+            tree["value_function"] = {
+                t: place_sharded(v, sharding=NamedSharding(mesh, value_spec(model)))
+                for t, v in tree["value_function"].items()
+            }
+        return tree
     except Exception as error:
         msg = f"Cannot read the arrays of {directory}: {error!r}. {REBUILD_HINT}"
         raise CheckpointError(msg) from error
