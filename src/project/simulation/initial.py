@@ -86,8 +86,9 @@ def _validate_state(*, name: str, grid: Any, values: np.ndarray) -> np.ndarray:
     if invalid.any():
         msg = f"Initial state {name!r}: {_subjects(invalid)} have non-finite values."
         raise InitialConditionsError(msg)
-    points = np.asarray(grid.to_jax(), dtype=float)
-    outside = (numeric < points[0]) | (numeric > points[-1])
+    points = np.asarray(grid.to_jax())
+    working = numeric.astype(points.dtype)
+    outside = (working < points[0]) | (working > points[-1])
     if outside.any():
         msg = (
             f"Initial state {name!r}: {_subjects(outside)} lie outside the grid "
@@ -117,8 +118,10 @@ def draw_initial_conditions(
         if "value" in spec:
             drawn[name] = np.full(n_subjects, spec["value"])
         elif "label" in spec:
+            _check_discrete_spec(name=name, grid=grid, spec=spec)
             drawn[name] = np.full(n_subjects, grid.labels.index(spec["label"]), dtype=np.int32)
         elif "probabilities" in spec:
+            _check_discrete_spec(name=name, grid=grid, spec=spec)
             drawn[name] = rng.choice(
                 grid.n_points, size=n_subjects, p=spec["probabilities"]
             ).astype(np.int32)
@@ -133,3 +136,29 @@ def draw_initial_conditions(
             msg = f"Unknown initial distribution {spec} for state {name!r}."
             raise InitialConditionsError(msg)
     return validate_initial_conditions(model=model, initial_conditions=drawn)
+
+
+def _check_discrete_spec(*, name: str, grid: Any, spec: Mapping[str, Any]) -> None:
+    labels = list(getattr(grid, "labels", ()))
+    if not labels:
+        msg = f"Initial distribution for state {name!r}: {spec} needs a discrete state."
+        raise InitialConditionsError(msg)
+    if "label" in spec and spec["label"] not in labels:
+        msg = (
+            f"Initial distribution for state {name!r}: label {spec['label']!r} is not one of "
+            f"its categories {labels}."
+        )
+        raise InitialConditionsError(msg)
+    if "probabilities" in spec:
+        probabilities = np.asarray(spec["probabilities"], dtype=float)
+        if (
+            probabilities.shape != (len(labels),)
+            or (probabilities < 0).any()
+            or not np.isclose(probabilities.sum(), 1.0)
+        ):
+            msg = (
+                f"Initial distribution for state {name!r}: probabilities "
+                f"{spec['probabilities']} must be {len(labels)} non-negative numbers summing to "
+                f"one, one per category {labels}."
+            )
+            raise InitialConditionsError(msg)
