@@ -116,7 +116,7 @@ def test_metadata_is_sorted_indented_json(result, saved):
     assert metadata["seed"] == 7
     assert metadata["ages"] == [60.0, 61.0, 62.0]
     assert metadata["params"]["beta"] == pytest.approx(0.96)
-    assert metadata["params"]["disutility_of_work"] == pytest.approx([0.05, 0.25])
+    assert metadata["params"]["disutility_of_work"] == pytest.approx([0.15, 0.6])
     assert metadata["additional_targets"] == []
     assert "orbax-checkpoint" in metadata["versions"]
 

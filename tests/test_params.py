@@ -47,7 +47,7 @@ def test_default_params_are_valid(model, params):
         assert isinstance(value, jax.Array), key
         assert value.dtype == jnp.float32, key
         assert value.shape == model.params_template[key], key
-    np.testing.assert_allclose(np.asarray(validated["disutility_of_work"]), [0.05, 0.25], rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(validated["disutility_of_work"]), [0.15, 0.6], rtol=1e-6)
     np.testing.assert_allclose(float(validated["beta"]), 0.96, rtol=1e-6)
 
 

@@ -25,7 +25,7 @@ DEFAULT_PARAMS = {
     "r": 0.03,
     "wage": 1.0,
     "pension": 0.45,
-    "disutility_of_work": [0.05, 0.25],
+    "disutility_of_work": [0.15, 0.6],
     "mandatory_retirement_age": 70.0,
     "income_rho": 0.9,
     "income_sigma": 0.1,
@@ -33,10 +33,10 @@ DEFAULT_PARAMS = {
 
 
 def default_params(*, n_types: int = 2) -> dict[str, Any]:
-    """Return default params for ``n_types`` types (disutility of work spread over [0.05, 0.25])."""
+    """Return default params for ``n_types`` types (disutility of work spread over [0.15, 0.6])."""
     if n_types == 2:
         return dict(DEFAULT_PARAMS)
-    spread = [0.05 + 0.2 * i / (n_types - 1) for i in range(n_types)] if n_types > 1 else [0.15]
+    spread = [0.15 + 0.45 * i / (n_types - 1) for i in range(n_types)] if n_types > 1 else [0.15]
     return DEFAULT_PARAMS | {"disutility_of_work": spread}
 
 
