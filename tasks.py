@@ -18,7 +18,6 @@ import logging
 import shutil
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated
 
 from pytask import PythonNode, task
 
@@ -44,16 +43,20 @@ logging.basicConfig(level=logging.INFO, format="%(message)s")
 
 
 def _hashed(value: object) -> PythonNode:
-    """Return a node whose staleness follows the value's JSON text."""
+    """Return a node whose staleness follows the value's JSON text.
+
+    Passed through ``@task(kwargs=...)``, which binds it per loop iteration; an ``Annotated``
+    node would be evaluated lazily (postponed annotations) and see the last variant only.
+    """
     return PythonNode(value=json.dumps(value, sort_keys=True), hash=True)
 
 
 for variant in VARIANTS.values():
     variant_dir = BLD / variant.name
 
-    @task(id=variant.name)
+    @task(id=variant.name, kwargs={"variant_json": _hashed(asdict(variant))})
     def task_define_model(
-        variant_json: Annotated[str, _hashed(asdict(variant))],
+        variant_json: str,
         engine_sources: list[Path] = ENGINE_SOURCES,
         pipeline_source: Path = SRC / "pipeline.py",
         produces: Path = variant_dir / "model.json",
@@ -81,9 +84,9 @@ for variant in VARIANTS.values():
     if variant.name == DEFAULT_VARIANT:
         simulation_products["table"] = BLD / "simulated_data.arrow"
 
-    @task(id=variant.name)
+    @task(id=variant.name, kwargs={"settings_json": _hashed(simulation_specification(variant))})
     def task_simulate(
-        settings_json: Annotated[str, _hashed(simulation_specification(variant))],
+        settings_json: str,
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = variant_dir / "solution" / MARKER_NAME,
         simulation_sources: list[Path] = SIMULATION_SOURCES,

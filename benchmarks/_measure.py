@@ -90,11 +90,18 @@ class CompileEvents:
 
 
 def run_child(
-    script: Path, config: dict[str, Any], *, extra_args: Sequence[str] = (), timeout: float = 600
+    script: Path,
+    config: dict[str, Any],
+    *,
+    extra_args: Sequence[str] = (),
+    timeout: float = 600,
+    partial_on_timeout: bool = False,
 ) -> dict[str, Any]:
     """Run ``script --single <config> *extra_args`` in a fresh interpreter; return its result.
 
-    On failure the returned dict holds ``error`` with the tail of the child's stderr.
+    On failure the returned dict holds ``error`` with the tail of the child's stderr. With
+    ``partial_on_timeout``, a child that timed out after emitting a result line (children may
+    emit several, each more complete) returns its last one with ``timed_out_after_seconds``.
     """
     command = [sys.executable, str(script), "--single", json.dumps(config), *extra_args]
     started = time.perf_counter()
@@ -102,16 +109,42 @@ def run_child(
         completed = subprocess.run(
             command, capture_output=True, text=True, timeout=timeout, check=False
         )
-    except subprocess.TimeoutExpired:
-        return {"config": config, "error": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as error:
+        partial = _last_result(_text(error.stdout)) if partial_on_timeout else None
+        if partial is None:
+            return {"config": config, "error": f"timed out after {timeout:.0f} s"}
+        partial["timed_out_after_seconds"] = timeout
+        partial["process_wall_seconds"] = time.perf_counter() - started
+        return partial
     wall = time.perf_counter() - started
-    for line in reversed(completed.stdout.splitlines()):
-        if line.startswith(RESULT_MARKER):
-            result = json.loads(line[len(RESULT_MARKER) :])
-            result["process_wall_seconds"] = wall
-            return result
+    result = _last_result(completed.stdout)
+    if result is not None:
+        result["process_wall_seconds"] = wall
+        return result
     tail = (completed.stderr or completed.stdout)[-3000:]
     return {"config": config, "error": f"exit code {completed.returncode}: {tail}"}
+
+
+def _text(output: str | bytes | None) -> str:
+    if output is None:
+        return ""
+    return output.decode(errors="replace") if isinstance(output, bytes) else output
+
+
+def _last_result(stdout: str) -> dict[str, Any] | None:
+    for line in reversed(stdout.splitlines()):
+        if line.startswith(RESULT_MARKER):
+            return json.loads(line[len(RESULT_MARKER) :])
+    return None
+
+
+def current_rss_mib() -> float:
+    """Return the current resident set size of this process in MiB (Linux; else the peak)."""
+    try:
+        resident_pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return peak_rss_mib()
+    return resident_pages * os.sysconf("SC_PAGE_SIZE") / (1024 * 1024)
 
 
 def emit_result(result: dict[str, Any]) -> None:

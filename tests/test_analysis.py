@@ -140,8 +140,13 @@ def test_save_figure_rejects_unknown_formats(tmp_path):
 def test_lifecycle_profiles_by_type_match_hand_computation():
     profiles = lifecycle_profiles(panel=hand_panel(), by=["pref_type"])
     assert list(profiles.columns) == [
-        "pref_type", "age", "mean_wealth", "median_wealth", "mean_consumption",
-        "share_retired", "n",
+        "pref_type",
+        "age",
+        "mean_wealth",
+        "median_wealth",
+        "mean_consumption",
+        "share_retired",
+        "n",
     ]
     assert list(profiles["pref_type"].astype(str).unique()) == PREF_TYPES
     leisure = profiles[profiles["pref_type"] == "leisure_loving"].set_index("age")
@@ -157,7 +162,12 @@ def test_lifecycle_profiles_by_type_match_hand_computation():
 def test_summary_statistics_match_hand_computation():
     table = summary_statistics(panels={"baseline": hand_panel()})
     assert list(table.columns) == [
-        "Variant", "Ages", "Mean wealth", "Mean consumption", "Share retired", "N",
+        "Variant",
+        "Ages",
+        "Mean wealth",
+        "Mean consumption",
+        "Share retired",
+        "N",
     ]
     assert list(table["Ages"]) == ["50-54", "55-59"]
     first, second = table.iloc[0], table.iloc[1]
@@ -175,12 +185,16 @@ def test_summary_statistics_match_hand_computation():
 def test_summary_statistics_accept_integer_codes_and_keep_variant_order():
     coded = hand_panel()
     coded["retirement"] = coded["retirement"].cat.codes.astype(np.int32)
-    table = summary_statistics(panels={"z_variant": coded, "a_variant": hand_panel()})
-    assert list(table["Variant"]) == ["z_variant"] * 2 + ["a_variant"] * 2
-    pd.testing.assert_frame_equal(
-        table.iloc[:2].drop(columns="Variant").reset_index(drop=True),
-        table.iloc[2:].drop(columns="Variant").reset_index(drop=True),
-    )
+    text = hand_panel()
+    text["retirement"] = text["retirement"].astype("string")
+    panels = {"z_variant": coded, "a_variant": hand_panel(), "m_variant": text}
+    table = summary_statistics(panels=panels)
+    assert list(table["Variant"]) == [name for name in panels for _ in range(2)]
+    blocks = [
+        table.iloc[i : i + 2].drop(columns="Variant").reset_index(drop=True) for i in (0, 2, 4)
+    ]
+    pd.testing.assert_frame_equal(blocks[0], blocks[1])
+    pd.testing.assert_frame_equal(blocks[0], blocks[2])
 
 
 def test_summary_statistics_reject_panel_without_columns():
@@ -197,7 +211,7 @@ def test_parameter_table_formats_values_and_missing_entries():
     assert list(table.columns) == ["Description", "baseline", "low_pension"]
     assert table.loc["pension", "baseline"] == "0.45"
     assert table.loc["pension", "low_pension"] == "0.3"
-    assert table.loc["disutility_of_work", "baseline"] == "(0.05, 0.25)"
+    assert table.loc["disutility_of_work", "baseline"] == "(0.15, 0.6)"
     assert table.loc["beta", "Description"] == "discount factor"
     assert table.loc["n_wealth", "baseline"] == "100"
     assert table.loc["n_wealth", "low_pension"] == ""
@@ -205,9 +219,7 @@ def test_parameter_table_formats_values_and_missing_entries():
 
 
 def test_write_table_latex_and_markdown_are_right_and_deterministic(tmp_path):
-    table = summary_statistics(
-        panels={"baseline": hand_panel(), "low_pension": hand_panel()}
-    )
+    table = summary_statistics(panels={"baseline": hand_panel(), "low_pension": hand_panel()})
     contents = []
     for run in ("a", "b"):
         latex, markdown = write_table(
@@ -228,9 +240,7 @@ def test_write_table_latex_and_markdown_are_right_and_deterministic(tmp_path):
     assert r" & 55-59 & 10.500 & 2.000 & 1.000 & 4 \\" in latex_text
     lines = markdown_text.splitlines()
     assert lines[0] == "**Summary statistics (model units)**"
-    assert lines[2] == (
-        "| Variant | Ages | Mean wealth | Mean consumption | Share retired | N |"
-    )
+    assert lines[2] == ("| Variant | Ages | Mean wealth | Mean consumption | Share retired | N |")
     assert lines[3] == "| --- | --- | ---: | ---: | ---: | ---: |"
     assert lines[4] == "| baseline | 50-54 | 7.000 | 2.000 | 0.200 | 10 |"
     assert len(lines) == 4 + len(table)
@@ -251,6 +261,30 @@ def test_write_table_uses_given_formats(tmp_path):
     assert r"| a\|b | 1.2 | 7 |" in markdown.read_text()
     with pytest.raises(KeyError, match="missing"):
         write_table(
-            table=table, latex_path=tmp_path / "u.tex", markdown_path=tmp_path / "u.md",
-            caption="c", label="l", formats={"missing": "{:.1f}"},
+            table=table,
+            latex_path=tmp_path / "u.tex",
+            markdown_path=tmp_path / "u.md",
+            caption="c",
+            label="l",
+            formats={"missing": "{:.1f}"},
         )
+
+
+def test_paper_reads_exactly_the_declared_inputs():
+    import re
+
+    from project.analysis.paper import PAPER_FIGURES, PAPER_TABLES, paper_inputs, table_label
+    from project.config import PAPER
+
+    text = (PAPER / "paper.tex").read_text()
+    assert r"\graphicspath{{../bld/figures/}}" in text
+    assert r"\newcommand{\tablepath}{../bld/tables}" in text
+    figures = re.findall(r"\\includegraphics(?:\[[^\]]*\])?\{([^}]+)\.pdf\}", text)
+    tables = re.findall(r"\\input\{\\tablepath/([^}]+)\.tex\}", text)
+    assert sorted(figures) == sorted(PAPER_FIGURES)
+    assert sorted(tables) == sorted(PAPER_TABLES)
+    for stem in PAPER_TABLES:
+        assert rf"\ref{{{table_label(stem)}}}" in text
+    inputs = paper_inputs(bld=Path("bld"))
+    assert inputs["variant_comparison"] == Path("bld/figures/variant_comparison.pdf")
+    assert inputs["parameters"] == Path("bld/tables/parameters.tex")
