@@ -5,7 +5,11 @@ Per variant (see ``VARIANTS`` in src/project/config.py):
 - ``define_model`` writes the full model specification to ``bld/<variant>/model.json``;
 - ``solve`` writes V and the policy to ``bld/<variant>/solution/`` (declared through its marker);
 - ``simulate`` writes the simulation bundle to ``bld/<variant>/simulation/``; the default
-  variant's table is also copied to ``bld/simulated_data.arrow``.
+  variant's table is also copied to ``bld/simulated_data.arrow``;
+- ``plot_policy_functions`` and ``plot_lifecycle_profiles`` write ``bld/figures/``.
+
+Across variants: ``plot_variant_comparison``, the tables in ``bld/tables/`` and the paper
+(``bld/paper/paper.pdf``, compiled with pytask-latex when ``latexmk`` is on PATH, else skipped).
 
 pytask reruns every task of this file when the file changes. The solve is fingerprinted (see
 ``project.pipeline``), so such a rerun returns at once unless the model or the engine changed.
@@ -19,11 +23,24 @@ import shutil
 from dataclasses import asdict
 from pathlib import Path
 
+import pytask
 from pytask import PythonNode, task
+from pytask_latex import compilation_steps
 
-from project.config import BLD, DEFAULT_VARIANT, SRC, VARIANTS
+from project.analysis import (
+    parameter_table,
+    plot_lifecycle_profiles,
+    plot_policy_functions,
+    plot_variant_comparison,
+    summary_statistics,
+    write_table,
+)
+from project.analysis.paper import paper_inputs
+from project.config import BLD, DEFAULT_VARIANT, PAPER, SRC, VARIANTS
 from project.persist import MARKER_NAME
 from project.pipeline import (
+    load_panel,
+    load_variant_solution,
     simulate_variant,
     simulation_specification,
     solve_variant,
@@ -38,6 +55,8 @@ ENGINE_SOURCES = [
 ]
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
+ANALYSIS_SOURCES = sorted((SRC / "analysis").glob("*.py"))
+FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
 
@@ -49,6 +68,14 @@ def _hashed(value: object) -> PythonNode:
     node would be evaluated lazily (postponed annotations) and see the last variant only.
     """
     return PythonNode(value=json.dumps(value, sort_keys=True), hash=True)
+
+
+def _figure_paths(stem: str) -> dict[str, Path]:
+    return {suffix: FIGURES / f"{stem}.{suffix}" for suffix in ("png", "pdf")}
+
+
+def _table_paths(stem: str) -> dict[str, Path]:
+    return {"tex": TABLES / f"{stem}.tex", "md": TABLES / f"{stem}.md"}
 
 
 for variant in VARIANTS.values():
@@ -102,3 +129,81 @@ for variant in VARIANTS.values():
         result.save(directory=produces["bundle"].parent)
         if "table" in produces:
             shutil.copyfile(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
+
+    @task(id=variant.name)
+    def task_plot_policy_functions(
+        specification_file: Path = variant_dir / "model.json",
+        solution_marker: Path = variant_dir / "solution" / MARKER_NAME,
+        analysis_sources: list[Path] = ANALYSIS_SOURCES,
+        produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
+    ) -> None:
+        """Plot V and optimal consumption against wealth by age and type."""
+        solution = load_variant_solution(
+            specification=json.loads(specification_file.read_text()),
+            directory=solution_marker.parent,
+        )
+        plot_policy_functions(solution=solution, paths=produces)
+
+    @task(id=variant.name)
+    def task_plot_lifecycle_profiles(
+        bundle_marker: Path = variant_dir / "simulation" / MARKER_NAME,
+        analysis_sources: list[Path] = ANALYSIS_SOURCES,
+        variant_name: str = variant.name,
+        produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
+    ) -> None:
+        """Plot wealth, consumption and retirement by age and type."""
+        plot_lifecycle_profiles(panel=load_panel(bundle_marker=bundle_marker),
+                                variant=variant_name, paths=produces)
+
+
+BUNDLE_MARKERS = {v: BLD / v / "simulation" / MARKER_NAME for v in VARIANTS}
+SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
+
+
+def task_plot_variant_comparison(
+    bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    produces: dict[str, Path] = _figure_paths("variant_comparison"),
+) -> None:
+    """Compare retirement, consumption and wealth profiles across variants."""
+    panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
+    plot_variant_comparison(panels=panels, paths=produces)
+
+
+def task_summary_statistics_table(
+    bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    produces: dict[str, Path] = _table_paths("summary_statistics"),
+) -> None:
+    """Tabulate simulated outcomes by variant and age bracket."""
+    panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
+    write_table(table=summary_statistics(panels=panels), latex_path=produces["tex"],
+                markdown_path=produces["md"], label="tab:summary_statistics",
+                caption="Simulated outcomes by variant and age bracket", group_column="Variant")
+
+
+def task_parameter_table(
+    specification_files: dict[str, Path] = SPECIFICATIONS,
+    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    produces: dict[str, Path] = _table_paths("parameters"),
+) -> None:
+    """Tabulate the model parameters and grid sizes of every variant."""
+    specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
+    write_table(table=parameter_table(specifications=specifications), label="tab:parameters",
+                latex_path=produces["tex"], markdown_path=produces["md"],
+                caption="Model parameters and grid sizes by variant")
+
+
+@pytask.mark.skipif(
+    shutil.which("latexmk") is None,
+    reason="latexmk is not on PATH: install TeX Live and latexmk to build the paper",
+)
+@pytask.mark.latex(
+    script=PAPER / "paper.tex",
+    document=BLD / "paper" / "paper.pdf",
+    compilation_steps=compilation_steps.latexmk(
+        options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd")
+    ),
+)
+def task_compile_paper(inputs: dict[str, Path] = paper_inputs(bld=BLD)) -> None:
+    """Compile the paper from the generated figures and tables."""

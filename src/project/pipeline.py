@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import pandas as pd
 
 from project.config import SimulationSettings, Variant
 from project.model.spec import Model
 from project.models import DEFAULT_PARAMS, MODEL_BUILDERS
 from project.persist.solution import MARKER_NAME, load_solution, package_versions, save_solution
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
-from project.solver import solve
+from project.solver import Solution, solve
 
 logger = logging.getLogger("project.pipeline")
 
@@ -121,3 +122,15 @@ def simulate_variant(
         subject_batch_size=settings["subject_batch_size"],
         log_level=specification["log_level"],
     )
+
+
+def load_variant_solution(*, specification: dict[str, Any], directory: Path) -> Solution:
+    """Load the solution of the specified variant from its directory."""
+    jax.config.update("jax_enable_x64", specification["x64"])
+    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    return load_solution(directory=directory, model=model)
+
+
+def load_panel(*, bundle_marker: Path) -> pd.DataFrame:
+    """Read the simulated table of the bundle whose marker is ``bundle_marker``."""
+    return pd.read_feather(Path(bundle_marker).parent / "simulated_data.arrow")
