@@ -19,13 +19,20 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+from concurrent.futures import Executor
 from dataclasses import asdict
 from pathlib import Path
+
+# Workers that share a GPU must not each preallocate most of its memory; set before JAX starts
+# (pytask-parallel's workers import this module too).
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
 import pytask
 from pytask import PythonNode, task
 from pytask_latex import compilation_steps
+from pytask_parallel import ParallelBackend, registry
 
 from project.analysis import (
     parameter_table,
@@ -36,7 +43,7 @@ from project.analysis import (
     write_table,
 )
 from project.analysis.paper import paper_inputs
-from project.config import BLD, DEFAULT_VARIANT, PAPER, SRC, VARIANTS
+from project.config import BLD, DEFAULT_VARIANT, PAPER, SLURM_CLUSTER, SRC, VARIANTS
 from project.persist import MARKER_NAME
 from project.pipeline import (
     load_panel,
@@ -59,6 +66,23 @@ ANALYSIS_SOURCES = sorted((SRC / "analysis").glob("*.py"))
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
+
+
+def _slurm_executor(n_workers: int) -> Executor:
+    """Return a dask executor whose workers are SLURM jobs (``--parallel-backend custom``).
+
+    Needs the optional dependencies: ``uv sync --extra cluster``. Settings: ``SLURM_CLUSTER``
+    in src/project/config.py.
+    """
+    from dask_jobqueue import SLURMCluster  # noqa: PLC0415
+    from distributed import Client  # noqa: PLC0415
+
+    cluster = SLURMCluster(**SLURM_CLUSTER)
+    cluster.scale(jobs=n_workers)
+    return Client(cluster).get_executor()
+
+
+registry.register_parallel_backend(ParallelBackend.CUSTOM, _slurm_executor)
 
 
 def _hashed(value: object) -> PythonNode:

@@ -7,6 +7,7 @@ here reruns exactly that variant's chain.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,16 +48,40 @@ class Variant:
     simulation: SimulationSettings = field(default_factory=SimulationSettings)
 
 
+PROFILE = os.environ.get("PROJECT_PROFILE", "default")
+"""``default``: the paper's sizes; ``smoke``: tiny grids and panels that build in seconds."""
+
+if PROFILE not in {"default", "smoke"}:
+    msg = f"PROJECT_PROFILE must be 'default' or 'smoke', got {PROFILE!r}."
+    raise ValueError(msg)
+
+SIZES = (
+    {"n_wealth": 100, "n_consumption": 100, "n_periods": 30}
+    if PROFILE == "default"
+    else {"n_wealth": 12, "n_consumption": 12, "n_periods": 8, "start_age": 63}
+)
+SIMULATION = (
+    SimulationSettings()
+    if PROFILE == "default"
+    else SimulationSettings(n_subjects=400, subject_batch_size=150)
+)
+
 DEFAULT_VARIANT = "baseline"
 
 VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in (
-        Variant(name="baseline", sizes={"n_wealth": 100, "n_consumption": 100, "n_periods": 30}),
-        Variant(
-            name="low_pension",
-            sizes={"n_wealth": 100, "n_consumption": 100, "n_periods": 30},
-            params={"pension": 0.3},
-        ),
+        Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
+        Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION,
+                params={"pension": 0.3}),
     )
 }
+
+SLURM_CLUSTER: dict[str, Any] = {
+    "cores": 4,
+    "processes": 1,
+    "memory": "16GiB",
+    "walltime": "04:00:00",
+    "job_extra_directives": [],
+}
+"""Keyword arguments of ``dask_jobqueue.SLURMCluster`` for ``pytask --parallel-backend custom``."""
