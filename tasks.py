@@ -55,6 +55,11 @@ from project.pipeline import (
     write_json_if_changed,
 )
 
+MODEL_SOURCES = [
+    *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
+    SRC / "grids.py",
+    SRC / "errors.py",
+]
 ENGINE_SOURCES = [
     *sorted(p for folder in ("model", "solver", "models") for p in (SRC / folder).glob("*.py")),
     SRC / "grids.py",
@@ -62,7 +67,8 @@ ENGINE_SOURCES = [
 ]
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
-ANALYSIS_SOURCES = sorted((SRC / "analysis").glob("*.py"))
+FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
+TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "profiles.py")]
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -105,10 +111,12 @@ def _table_paths(stem: str) -> dict[str, Path]:
 for variant in VARIANTS.values():
     variant_dir = BLD / variant.name
 
-    @task(id=variant.name, kwargs={"variant_json": _hashed(asdict(variant))})
+    model_fields = {k: v for k, v in asdict(variant).items() if k != "simulation"}
+
+    @task(id=variant.name, kwargs={"variant_json": _hashed(model_fields)})
     def task_define_model(
         variant_json: str,
-        engine_sources: list[Path] = ENGINE_SOURCES,
+        model_sources: list[Path] = MODEL_SOURCES,
         pipeline_source: Path = SRC / "pipeline.py",
         produces: Path = variant_dir / "model.json",
     ) -> None:
@@ -158,7 +166,7 @@ for variant in VARIANTS.values():
     def task_plot_policy_functions(
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = variant_dir / "solution" / MARKER_NAME,
-        analysis_sources: list[Path] = ANALYSIS_SOURCES,
+        analysis_sources: list[Path] = FIGURE_SOURCES,
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
         """Plot V and optimal consumption against wealth by age and type."""
@@ -171,7 +179,7 @@ for variant in VARIANTS.values():
     @task(id=variant.name)
     def task_plot_lifecycle_profiles(
         bundle_marker: Path = variant_dir / "simulation" / MARKER_NAME,
-        analysis_sources: list[Path] = ANALYSIS_SOURCES,
+        analysis_sources: list[Path] = FIGURE_SOURCES,
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
     ) -> None:
@@ -186,7 +194,7 @@ SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
 
 def task_plot_variant_comparison(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    analysis_sources: list[Path] = FIGURE_SOURCES,
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
     """Compare retirement, consumption and wealth profiles across variants."""
@@ -196,7 +204,7 @@ def task_plot_variant_comparison(
 
 def task_summary_statistics_table(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    analysis_sources: list[Path] = TABLE_SOURCES,
     produces: dict[str, Path] = _table_paths("summary_statistics"),
 ) -> None:
     """Tabulate simulated outcomes by variant and age bracket."""
@@ -208,7 +216,7 @@ def task_summary_statistics_table(
 
 def task_parameter_table(
     specification_files: dict[str, Path] = SPECIFICATIONS,
-    analysis_sources: list[Path] = ANALYSIS_SOURCES,
+    analysis_sources: list[Path] = TABLE_SOURCES,
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
     """Tabulate the model parameters and grid sizes of every variant."""

@@ -1,0 +1,167 @@
+"""End-to-end: build the pipeline on a temporary copy and pin the incremental contract.
+
+Each build runs pytask programmatically in a subprocess whose ``PYTHONPATH`` points at the copy's
+``src`` (so edits to the copy take effect) with the tiny ``smoke`` profile. The scenarios run in
+order on one copy; each asserts exactly which tasks executed.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
+RUNNER = textwrap.dedent("""
+    import json, sys
+    import pytask
+    options = json.loads(sys.argv[1])
+    session = pytask.build(**options)
+    outcomes = {r.task.name.split("::")[-1]: r.outcome.name for r in session.execution_reports}
+    print("OUTCOMES=" + json.dumps(outcomes))
+    sys.exit(int(session.exit_code))
+""")
+VARIANT_TASKS = ("define_model", "solve", "simulate", "plot_policy_functions",
+                 "plot_lifecycle_profiles")
+PAPER_PDF = Path("bld/paper/paper.pdf")
+
+
+def copy_project(target: Path) -> Path:
+    target.mkdir(parents=True)
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, target / name,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        elif source.exists():
+            shutil.copy2(source, target / name)
+    return target
+
+
+def build(root: Path, **options) -> dict[str, str]:
+    """Run pytask on ``root``; return {task name: outcome} of this build."""
+    env = os.environ | {"PYTHONPATH": str(root / "src"), "PROJECT_PROFILE": "smoke",
+                        "PYTHONUNBUFFERED": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", RUNNER, json.dumps(options)], cwd=root, env=env,
+        capture_output=True, text=True, timeout=900, check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("OUTCOMES=")]
+    assert result.returncode == 0 and lines, result.stdout[-5000:] + result.stderr[-3000:]
+    return json.loads(lines[-1].removeprefix("OUTCOMES="))
+
+
+def executed(outcomes: dict[str, str]) -> set[str]:
+    return {name for name, outcome in outcomes.items() if outcome == "SUCCESS"}
+
+
+def variant_chain(variant: str) -> set[str]:
+    return {f"task_{name}[{variant}]" for name in VARIANT_TASKS}
+
+
+SHARED_DOWNSTREAM = {"task_plot_variant_comparison", "task_summary_statistics_table",
+                     "task_parameter_table", "task_compile_paper"}
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{old!r} not in {path}"
+    path.write_text(text.replace(old, new, 1))
+
+
+def product_digests(root: Path) -> dict[str, str]:
+    """Return SHA-256 of every product except orbax internals and LaTeX by-products."""
+    skipped_suffixes = {".aux", ".log", ".fls", ".fdb_latexmk", ".out", ".synctex.gz"}
+    digests = {}
+    for path in sorted((root / "bld").rglob("*")):
+        relative = path.relative_to(root)
+        if (not path.is_file() or "arrays" in relative.parts
+                or path.suffix in skipped_suffixes or relative.parts[1] == "benchmarks"):
+            continue
+        digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return digests
+
+
+@pytest.fixture(scope="module")
+def serial_build(tmp_path_factory):
+    root = copy_project(tmp_path_factory.mktemp("serial") / "project")
+    first = build(root)
+    return root, first, product_digests(root)
+
+
+def test_first_build_runs_every_task_and_writes_the_products(serial_build):
+    root, first, _ = serial_build
+    assert all(outcome in {"SUCCESS", "SKIP"} for outcome in first.values()), first
+    for variant in ("baseline", "low_pension"):
+        assert variant_chain(variant) <= executed(first)
+        assert (root / "bld" / variant / "solution" / "COMPLETE.json").exists()
+    table = pd.read_feather(root / "bld" / "simulated_data.arrow")
+    assert {"subject_id", "period", "age", "wealth", "consumption"} <= set(table.columns)
+    assert table["retirement"].dtype == "category"
+    if shutil.which("latexmk"):
+        assert first["task_compile_paper"] == "SUCCESS"
+        assert (root / PAPER_PDF).stat().st_size > 10_000
+    else:
+        assert first["task_compile_paper"] == "SKIP"
+
+
+def test_incremental_contract(serial_build):
+    root, _, _ = serial_build
+    paper = {"task_compile_paper"} if shutil.which("latexmk") else set()
+
+    # No change: nothing runs.
+    assert executed(build(root)) == set()
+
+    # Figure code: only figure tasks (and the paper) rerun.
+    edit(root / "src/project/analysis/figures.py", '"""', '"""Edited. ')
+    figures = {t for v in ("baseline", "low_pension")
+               for t in (f"task_plot_policy_functions[{v}]", f"task_plot_lifecycle_profiles[{v}]")}
+    ran = executed(build(root))
+    assert figures | {"task_plot_variant_comparison"} <= ran <= figures | {
+        "task_plot_variant_comparison", *paper}
+
+    # A simulation setting (the seed): simulate and downstream rerun, the solves do not.
+    edit(root / "src/project/config.py", "seed: int = 20_261_122", "seed: int = 7")
+    ran = executed(build(root))
+    assert {"task_simulate[baseline]", "task_simulate[low_pension]"} <= ran
+    assert not {t for t in ran if t.startswith(("task_solve", "task_define_model"))}
+
+    # One variant's parameter: only that variant's chain (and shared products) rerun; in
+    # parallel with loky, as `pytask -n 2` does.
+    edit(root / "src/project/config.py", 'params={"pension": 0.3}', 'params={"pension": 0.25}')
+    ran = executed(build(root, n_workers=2, parallel_backend="loky"))
+    assert {"task_define_model[low_pension]", "task_solve[low_pension]",
+            "task_simulate[low_pension]"} <= ran
+    assert not {t for t in ran if t.endswith("[baseline]")}
+    specification = json.loads((root / "bld/low_pension/model.json").read_text())
+    assert specification["params"]["pension"] == 0.25
+    baseline = json.loads((root / "bld/baseline/model.json").read_text())
+    assert baseline["params"]["pension"] == 0.45
+
+    # Solver source: the solves rerun; identical outputs stop everything downstream.
+    edit(root / "src/project/solver/kernel.py", '"""', '"""Edited. ')
+    ran = executed(build(root))
+    assert ran == {"task_solve[baseline]", "task_solve[low_pension]"}
+
+    # Editing the pipeline declaration reruns its tasks, but the fingerprinted solves return
+    # at once without solving (their log says so) and their products stay untouched.
+    marker = root / "bld/baseline/solution/COMPLETE.json"
+    before = marker.stat().st_mtime_ns
+    edit(root / "tasks.py", '"""The pipeline, declared', '"""The pipeline (edited), declared')
+    build(root)
+    assert marker.stat().st_mtime_ns == before
+
+
+def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build, tmp_path):
+    _, _, serial_digests = serial_build
+    root = copy_project(tmp_path / "project")
+    outcomes = build(root, n_workers=2, parallel_backend="dask")
+    assert all(outcome in {"SUCCESS", "SKIP"} for outcome in outcomes.values()), outcomes
+    assert product_digests(root) == serial_digests
