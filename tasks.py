@@ -6,6 +6,8 @@ Per variant (see ``VARIANTS`` in src/project/config.py):
 - ``solve`` writes V and the policy to ``bld/<variant>/solution/`` (declared through its marker);
 - ``simulate`` writes the simulation bundle to ``bld/<variant>/simulation/``; the default
   variant's table is also copied to ``bld/simulated_data.arrow``;
+- ``calibrate`` reweights the simulated subjects to ``data/targets.csv``
+  (``bld/<variant>/calibration/``);
 - ``plot_policy_functions`` and ``plot_lifecycle_profiles`` write ``bld/figures/``.
 
 Across variants: ``plot_variant_comparison``, the tables in ``bld/tables/`` and the paper
@@ -29,6 +31,7 @@ from pathlib import Path
 # (pytask-parallel's workers import this module too).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
+import pandas as pd
 import pytask
 from pytask import PythonNode, task
 from pytask_latex import compilation_steps
@@ -43,7 +46,16 @@ from project.analysis import (
     write_table,
 )
 from project.analysis.paper import paper_inputs
-from project.config import BLD, DEFAULT_VARIANT, PAPER, SLURM_CLUSTER, SRC, VARIANTS
+from project.calibration import calibrate_from_panel, write_calibration_products
+from project.config import (
+    BLD,
+    CALIBRATION,
+    DEFAULT_VARIANT,
+    PAPER,
+    SLURM_CLUSTER,
+    SRC,
+    VARIANTS,
+)
 from project.persist import MARKER_NAME
 from project.pipeline import (
     load_panel,
@@ -68,6 +80,7 @@ ENGINE_SOURCES = [
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
 FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
+CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
 TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "profiles.py")]
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
@@ -102,6 +115,16 @@ def _hashed(value: object) -> PythonNode:
 
 def _figure_paths(stem: str) -> dict[str, Path]:
     return {suffix: FIGURES / f"{stem}.{suffix}" for suffix in ("png", "pdf")}
+
+
+def _calibration_paths(directory: Path) -> dict[str, Path]:
+    return {
+        "weights": directory / "calibrated_weights.arrow",
+        "log": directory / "calibration_log.csv",
+        "table": directory / "targets_before_after.csv",
+        "table_md": directory / "targets_before_after.md",
+        "figure": directory / "calibration_loss.png",
+    }
 
 
 def _table_paths(stem: str) -> dict[str, Path]:
@@ -161,6 +184,26 @@ for variant in VARIANTS.values():
         result.save(directory=produces["bundle"].parent)
         if "table" in produces:
             shutil.copyfile(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
+
+    calibration_dir = variant_dir / "calibration"
+
+    @task(id=variant.name, kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
+    def task_calibrate(
+        settings_json: str,
+        bundle_marker: Path = variant_dir / "simulation" / MARKER_NAME,
+        targets_file: Path = CALIBRATION["targets"],
+        calibration_sources: list[Path] = CALIBRATION_SOURCES,
+        produces: dict[str, Path] = _calibration_paths(calibration_dir),
+    ) -> None:
+        """Reweight the simulated subjects to the aggregate targets."""
+        outcome = calibrate_from_panel(
+            panel=load_panel(bundle_marker=bundle_marker),
+            targets=pd.read_csv(targets_file),
+            settings=json.loads(settings_json),
+        )
+        write_calibration_products(outcome, weights_path=produces["weights"],
+                                   log_path=produces["log"], table_path=produces["table"],
+                                   figure_path=produces["figure"])
 
     @task(id=variant.name)
     def task_plot_policy_functions(

@@ -66,6 +66,13 @@ SIMULATION = (
     else SimulationSettings(n_subjects=400, subject_batch_size=150)
 )
 
+CALIBRATION: dict[str, Any] = {
+    "targets": ROOT / "data" / ("targets.csv" if PROFILE == "default" else "targets_smoke.csv"),
+    "settings": {"epochs": 500, "learning_rate": 0.01, "seed": 0, "dropout": 0.0,
+                 "batch_size": None},
+}
+"""The targets file (see data/README.md) and the reweighting settings (project.calibration)."""
+
 DEFAULT_VARIANT = "baseline"
 
 VARIANTS: dict[str, Variant] = {
