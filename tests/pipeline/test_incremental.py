@@ -155,13 +155,24 @@ def test_incremental_contract(serial_build):
     marker = root / "bld/baseline/solution/COMPLETE.json"
     before = marker.stat().st_mtime_ns
     edit(root / "tasks.py", '"""The pipeline, declared', '"""The pipeline (edited), declared')
-    build(root)
+    specification_file = root / "bld/baseline/model.json"
+    specification_before = specification_file.stat().st_mtime_ns
+    ran = executed(build(root, expression="solve"))
+    solves = {"task_solve[baseline]", "task_solve[low_pension]"}
+    definitions = {"task_define_model[baseline]", "task_define_model[low_pension]"}
+    assert solves <= ran <= solves | definitions
     assert marker.stat().st_mtime_ns == before
+    assert specification_file.stat().st_mtime_ns == specification_before
 
 
 def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build, tmp_path):
+    """Build the model, solve and simulate chains of both variants on a dask LocalCluster."""
     _, _, serial_digests = serial_build
     root = copy_project(tmp_path / "project")
-    outcomes = build(root, n_workers=2, parallel_backend="dask")
-    assert all(outcome in {"SUCCESS", "SKIP"} for outcome in outcomes.values()), outcomes
-    assert product_digests(root) == serial_digests
+    chains = "define_model or solve or simulate"
+    outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
+    assert executed(outcomes) == {f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate")
+                                  for v in ("baseline", "low_pension")}
+    parallel_digests = product_digests(root)
+    assert parallel_digests
+    assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}
