@@ -175,8 +175,10 @@ def _categories_of(
     return tuple(labels[i] for i in order), tuple(range(len(codes)))
 
 
-class LinSpacedGrid(ContinuousGrid):
-    """``n_points`` evenly spaced points from ``start`` to ``stop`` (both included)."""
+class _EvenlySpacedGrid(ContinuousGrid):
+    """``n_points`` points from ``start`` to ``stop`` (both included), evenly spaced in ``kind``."""
+
+    kind: str
 
     def __init__(
         self,
@@ -188,7 +190,7 @@ class LinSpacedGrid(ContinuousGrid):
         distributed: bool = False,
         name: str | None = None,
     ) -> None:
-        name = name or f"LinSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
+        name = name or f"{type(self).__name__}(start={start}, stop={stop}, n_points={n_points})"
         self.name = name
         _check_continuous(
             name=name,
@@ -200,11 +202,33 @@ class LinSpacedGrid(ContinuousGrid):
         )
         self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
         self.batch_size, self.distributed = batch_size, distributed
+        self._check_bounds()
+
+    def _check_bounds(self) -> None:
+        """Raise for bounds this kind of grid cannot hold (beyond start < stop)."""
 
     @property
     def n_points(self) -> int:
         """Return the number of points."""
         return self._n_points
+
+    def describe(self) -> dict[str, Any]:
+        """Return kind, bounds, size and knobs."""
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "start": self.start,
+            "stop": self.stop,
+            "n_points": self.n_points,
+            "batch_size": self.batch_size,
+            "distributed": self.distributed,
+        }
+
+
+class LinSpacedGrid(_EvenlySpacedGrid):
+    """``n_points`` evenly spaced points from ``start`` to ``stop`` (both included)."""
+
+    kind = "linspace"
 
     def to_jax(self) -> jnp.ndarray:
         """Return ``jnp.linspace(start, stop, n_points)`` in the working precision."""
@@ -217,55 +241,19 @@ class LinSpacedGrid(ContinuousGrid):
         lower = jnp.clip(jnp.floor(coordinate), 0, self.n_points - 2)
         return lower.astype(jnp.int32), coordinate - lower
 
-    def describe(self) -> dict[str, Any]:
-        """Return kind, bounds, size and knobs."""
-        return {
-            "kind": "linspace",
-            "name": self.name,
-            "start": self.start,
-            "stop": self.stop,
-            "n_points": self.n_points,
-            "batch_size": self.batch_size,
-            "distributed": self.distributed,
-        }
 
-
-class LogSpacedGrid(ContinuousGrid):
+class LogSpacedGrid(_EvenlySpacedGrid):
     """``n_points`` points evenly spaced in logs from ``start > 0`` to ``stop``."""
 
-    def __init__(
-        self,
-        *,
-        start: float,
-        stop: float,
-        n_points: int,
-        batch_size: int = 0,
-        distributed: bool = False,
-        name: str | None = None,
-    ) -> None:
-        name = name or f"LogSpacedGrid(start={start}, stop={stop}, n_points={n_points})"
-        self.name = name
-        _check_continuous(
-            name=name,
-            start=start,
-            stop=stop,
-            n_points=n_points,
-            batch_size=batch_size,
-            distributed=distributed,
-        )
-        if start <= 0:
+    kind = "logspace"
+
+    def _check_bounds(self) -> None:
+        if self.start <= 0:
             msg = (
-                f"{name}: a log-spaced grid needs start > 0, got start={start}. Use a "
-                "LinSpacedGrid or shift the variable so that it is positive."
+                f"{self.name}: a log-spaced grid needs start > 0, got start={self.start:g}. Use "
+                "a LinSpacedGrid or shift the variable so that it is positive."
             )
             raise GridInitializationError(msg)
-        self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
-        self.batch_size, self.distributed = batch_size, distributed
-
-    @property
-    def n_points(self) -> int:
-        """Return the number of points."""
-        return self._n_points
 
     def to_jax(self) -> jnp.ndarray:
         """Return the log-spaced points in the working precision."""
@@ -279,18 +267,6 @@ class LogSpacedGrid(ContinuousGrid):
             jnp.floor((jnp.log(safe) - math.log(self.start)) / step), 0, self.n_points - 2
         ).astype(jnp.int32)
         return lower, (x - points[lower]) / (points[lower + 1] - points[lower])
-
-    def describe(self) -> dict[str, Any]:
-        """Return kind, bounds, size and knobs."""
-        return {
-            "kind": "logspace",
-            "name": self.name,
-            "start": self.start,
-            "stop": self.stop,
-            "n_points": self.n_points,
-            "batch_size": self.batch_size,
-            "distributed": self.distributed,
-        }
 
 
 class IrregSpacedGrid(ContinuousGrid):
