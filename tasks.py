@@ -15,6 +15,8 @@ Across variants: ``plot_variant_comparison``, the tables in ``bld/tables/`` and 
 
 pytask reruns every task of this file when the file changes. The solve is fingerprinted (see
 ``project.pipeline``), so such a rerun returns at once unless the model or the engine changed.
+Heavy modules (JAX, pandas, matplotlib) are imported inside the task bodies, so collecting the
+pipeline, and a no-op rebuild, stays fast.
 """
 
 from __future__ import annotations
@@ -31,22 +33,12 @@ from pathlib import Path
 # (pytask-parallel's workers import this module too).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 
-import pandas as pd
 import pytask
 from pytask import PythonNode, task
 from pytask_latex import compilation_steps
 from pytask_parallel import ParallelBackend, registry
 
-from project.analysis import (
-    parameter_table,
-    plot_lifecycle_profiles,
-    plot_policy_functions,
-    plot_variant_comparison,
-    summary_statistics,
-    write_table,
-)
 from project.analysis.paper import paper_inputs
-from project.calibration import calibrate_from_panel, write_calibration_products
 from project.config import (
     BLD,
     CALIBRATION,
@@ -57,15 +49,6 @@ from project.config import (
     VARIANTS,
 )
 from project.persist import MARKER_NAME
-from project.pipeline import (
-    load_panel,
-    load_variant_solution,
-    simulate_variant,
-    simulation_specification,
-    solve_variant,
-    variant_specification,
-    write_json_if_changed,
-)
 
 MODEL_SOURCES = [
     *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
@@ -93,8 +76,8 @@ def _slurm_executor(n_workers: int) -> Executor:
     Needs the optional dependencies: ``uv sync --extra cluster``. Settings: ``SLURM_CLUSTER``
     in src/project/config.py.
     """
-    from dask_jobqueue import SLURMCluster  # noqa: PLC0415
-    from distributed import Client  # noqa: PLC0415
+    from dask_jobqueue import SLURMCluster
+    from distributed import Client
 
     cluster = SLURMCluster(**SLURM_CLUSTER)
     cluster.scale(jobs=n_workers)
@@ -144,6 +127,8 @@ for variant in VARIANTS.values():
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification (only when it changed)."""
+        from project.pipeline import variant_specification, write_json_if_changed
+
         variant_fields = json.loads(variant_json)
         specification = variant_specification(VARIANTS[variant_fields["name"]])
         write_json_if_changed(content=specification, path=produces)
@@ -156,6 +141,8 @@ for variant in VARIANTS.values():
         produces: Path = variant_dir / "solution" / MARKER_NAME,
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date)."""
+        from project.pipeline import solve_variant
+
         solve_variant(
             specification=json.loads(specification_file.read_text()),
             directory=produces.parent,
@@ -166,7 +153,7 @@ for variant in VARIANTS.values():
     if variant.name == DEFAULT_VARIANT:
         simulation_products["table"] = BLD / "simulated_data.arrow"
 
-    @task(id=variant.name, kwargs={"settings_json": _hashed(simulation_specification(variant))})
+    @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
     def task_simulate(
         settings_json: str,
         specification_file: Path = variant_dir / "model.json",
@@ -176,6 +163,8 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = simulation_products,
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
+        from project.pipeline import simulate_variant
+
         result = simulate_variant(
             specification=json.loads(specification_file.read_text()),
             settings=json.loads(settings_json),
@@ -196,14 +185,23 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = _calibration_paths(calibration_dir),
     ) -> None:
         """Reweight the simulated subjects to the aggregate targets."""
+        import pandas as pd
+
+        from project.calibration import calibrate_from_panel, write_calibration_products
+        from project.pipeline import load_panel
+
         outcome = calibrate_from_panel(
             panel=load_panel(bundle_marker=bundle_marker),
             targets=pd.read_csv(targets_file),
             settings=json.loads(settings_json),
         )
-        write_calibration_products(outcome, weights_path=produces["weights"],
-                                   log_path=produces["log"], table_path=produces["table"],
-                                   figure_path=produces["figure"])
+        write_calibration_products(
+            outcome,
+            weights_path=produces["weights"],
+            log_path=produces["log"],
+            table_path=produces["table"],
+            figure_path=produces["figure"],
+        )
 
     @task(id=variant.name)
     def task_plot_policy_functions(
@@ -213,6 +211,9 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
         """Plot V and optimal consumption against wealth by age and type."""
+        from project.analysis import plot_policy_functions
+        from project.pipeline import load_variant_solution
+
         solution = load_variant_solution(
             specification=json.loads(specification_file.read_text()),
             directory=solution_marker.parent,
@@ -227,8 +228,12 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
     ) -> None:
         """Plot wealth, consumption and retirement by age and type."""
-        plot_lifecycle_profiles(panel=load_panel(bundle_marker=bundle_marker),
-                                variant=variant_name, paths=produces)
+        from project.analysis import plot_lifecycle_profiles
+        from project.pipeline import load_panel
+
+        plot_lifecycle_profiles(
+            panel=load_panel(bundle_marker=bundle_marker), variant=variant_name, paths=produces
+        )
 
 
 BUNDLE_MARKERS = {v: BLD / v / "simulation" / MARKER_NAME for v in VARIANTS}
@@ -241,6 +246,9 @@ def task_plot_variant_comparison(
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
     """Compare retirement, consumption and wealth profiles across variants."""
+    from project.analysis import plot_variant_comparison
+    from project.pipeline import load_panel
+
     panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
     plot_variant_comparison(panels=panels, paths=produces)
 
@@ -251,10 +259,18 @@ def task_summary_statistics_table(
     produces: dict[str, Path] = _table_paths("summary_statistics"),
 ) -> None:
     """Tabulate simulated outcomes by variant and age bracket."""
+    from project.analysis import summary_statistics, write_table
+    from project.pipeline import load_panel
+
     panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
-    write_table(table=summary_statistics(panels=panels), latex_path=produces["tex"],
-                markdown_path=produces["md"], label="tab:summary_statistics",
-                caption="Simulated outcomes by variant and age bracket", group_column="Variant")
+    write_table(
+        table=summary_statistics(panels=panels),
+        latex_path=produces["tex"],
+        markdown_path=produces["md"],
+        label="tab:summary_statistics",
+        caption="Simulated outcomes by variant and age bracket",
+        group_column="Variant",
+    )
 
 
 def task_parameter_table(
@@ -263,10 +279,16 @@ def task_parameter_table(
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
     """Tabulate the model parameters and grid sizes of every variant."""
+    from project.analysis import parameter_table, write_table
+
     specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
-    write_table(table=parameter_table(specifications=specifications), label="tab:parameters",
-                latex_path=produces["tex"], markdown_path=produces["md"],
-                caption="Model parameters and grid sizes by variant")
+    write_table(
+        table=parameter_table(specifications=specifications),
+        label="tab:parameters",
+        latex_path=produces["tex"],
+        markdown_path=produces["md"],
+        caption="Model parameters and grid sizes by variant",
+    )
 
 
 @pytask.mark.skipif(

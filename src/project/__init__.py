@@ -1,28 +1,33 @@
-"""State a dynamic model as plain functions and grids; solve it with JAX."""
+"""State a dynamic model as plain functions and grids; solve it with JAX.
 
+Exports are imported lazily (see ``_lazy.py``), so ``import project.config`` stays light.
+"""
+
+from project._lazy import lazy_exports
 from project._xla import configure_xla_flags
 
 configure_xla_flags()
 
-from project.errors import (  # noqa: E402
-    CheckpointError,
-    GridInitializationError,
-    InitialConditionsError,
-    InvalidTransitionError,
-    InvalidValueFunctionError,
-    ModelSpecificationError,
-    ParamsError,
-    ProjectError,
-)
-from project.grids import (  # noqa: E402
-    DiscreteGrid,
-    IrregSpacedGrid,
-    LinSpacedGrid,
-    LogSpacedGrid,
-)
-from project.model import Model  # noqa: E402
-from project.solver import Solution, has_inf, has_nan, solve  # noqa: E402
-
+_EXPORTS = {
+    **dict.fromkeys(
+        (
+            "CheckpointError",
+            "GridInitializationError",
+            "InitialConditionsError",
+            "InvalidTransitionError",
+            "InvalidValueFunctionError",
+            "ModelSpecificationError",
+            "ParamsError",
+            "ProjectError",
+        ),
+        "project.errors",
+    ),
+    **dict.fromkeys(
+        ("DiscreteGrid", "IrregSpacedGrid", "LinSpacedGrid", "LogSpacedGrid"), "project.grids"
+    ),
+    "Model": "project.model",
+    **dict.fromkeys(("Solution", "has_inf", "has_nan", "solve"), "project.solver"),
+}
 __all__ = [
     "CheckpointError",
     "DiscreteGrid",
@@ -42,3 +47,4 @@ __all__ = [
     "has_nan",
     "solve",
 ]
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -1,13 +1,17 @@
 """Figures and tables of the paper, as pure functions from solutions and panels to files."""
 
-from project.analysis.figures import (
-    plot_lifecycle_profiles,
-    plot_policy_functions,
-    plot_variant_comparison,
-)
-from project.analysis.profiles import lifecycle_profiles
-from project.analysis.tables import parameter_table, summary_statistics, write_table
+from project._lazy import lazy_exports
 
+_EXPORTS = {
+    **dict.fromkeys(
+        ("plot_lifecycle_profiles", "plot_policy_functions", "plot_variant_comparison"),
+        "project.analysis.figures",
+    ),
+    "lifecycle_profiles": "project.analysis.profiles",
+    **dict.fromkeys(
+        ("parameter_table", "summary_statistics", "write_table"), "project.analysis.tables"
+    ),
+}
 __all__ = [
     "lifecycle_profiles",
     "parameter_table",
@@ -17,3 +21,4 @@ __all__ = [
     "summary_statistics",
     "write_table",
 ]
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -14,6 +14,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+MARKER_NAME = "COMPLETE.json"
+"""The file written last into every directory product: its presence means "complete"."""
+
 
 @contextlib.contextmanager
 def atomic_directory(target: Path) -> Iterator[Path]:

@@ -41,8 +41,8 @@ from pyarrow import feather
 from project.devices import state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
-from project.persist.atomic import atomic_directory
-from project.persist.solution import MARKER_NAME, package_versions
+from project.persist.atomic import MARKER_NAME, atomic_directory
+from project.persist.solution import package_versions
 from project.simulation.result import SimulationResult
 
 ARRAYS_NAME = "arrays"

@@ -26,10 +26,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from project.devices import state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
-from project.persist.atomic import atomic_directory
+from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.solver.backward import Solution
 
-MARKER_NAME = "COMPLETE.json"
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
 
 
