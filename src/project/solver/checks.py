@@ -7,6 +7,7 @@ that scalar reaches the host.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Literal
 
 import jax
@@ -70,7 +71,7 @@ def validate_value_function(
     period: int,
     state_names: tuple[str, ...],
     log_level: str,
-    describe_actions: callable | None = None,
+    describe_actions: Callable[[], str] | None = None,
 ) -> None:
     """Check V of one period according to ``log_level`` ("off" does nothing and never syncs)."""
     if log_level == "off":
