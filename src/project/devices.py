@@ -81,15 +81,16 @@ def value_sharding(model: Model, *, mesh: Mesh) -> NamedSharding:
     return NamedSharding(mesh, value_spec(model))
 
 
+def place(host: Any, *, sharding: NamedSharding) -> jax.Array:
+    """Place a host array with ``sharding``, each device taking its block of the host copy."""
+    host = np.asarray(host)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
 def replicate(tree: Any, *, mesh: Mesh) -> Any:
     """Place every array of ``tree`` fully replicated on ``mesh`` from its host-local copy."""
     sharding = NamedSharding(mesh, PartitionSpec())
-
-    def place(leaf: Any) -> jax.Array:
-        host = np.asarray(leaf)
-        return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
-
-    return jax.tree.map(place, tree)
+    return jax.tree.map(lambda leaf: place(leaf, sharding=sharding), tree)
 
 
 def check_permanent_states(*, model: Model, grid_points: dict[str, jnp.ndarray]) -> None:
@@ -125,5 +126,4 @@ def subject_mesh(devices: Sequence[Any]) -> Mesh:
 
 def shard_rows(host: np.ndarray, *, mesh: Mesh) -> jax.Array:
     """Place a host array split along its first axis over ``mesh`` (from the host-local copy)."""
-    sharding = NamedSharding(mesh, PartitionSpec(SUBJECT_AXIS))
-    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+    return place(host, sharding=NamedSharding(mesh, PartitionSpec(SUBJECT_AXIS)))

@@ -16,7 +16,13 @@ import jax.numpy as jnp
 
 from project.grids import DiscreteGrid, LinSpacedGrid, categories
 from project.model import Model
-from project.models.ijrs import RetirementStatus, absorbing_retirement, borrowing_constraint
+from project.models.ijrs import (
+    RetirementStatus,
+    absorbing_retirement,
+    borrowing_constraint,
+    next_lagged_retirement,
+    working,
+)
 from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 
 DEFAULT_PARAMS = {
@@ -63,8 +69,11 @@ def build_model(
 
     ``n_types`` other than 2 gives types ``type_0..`` (see ``default_params(n_types=...)``).
     """
-    type_class = PreferenceType if n_types == 2 else categories(
-        "PreferenceType", [f"type_{i}" for i in range(n_types)])
+    type_class = (
+        PreferenceType
+        if n_types == 2
+        else categories("PreferenceType", [f"type_{i}" for i in range(n_types)])
+    )
 
     def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
         return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
@@ -108,11 +117,6 @@ def build_model(
     )
 
 
-def working(retirement: jnp.ndarray) -> jnp.ndarray:
-    """Return 1 for a worker, 0 for a retiree."""
-    return 1 - retirement
-
-
 def utility(
     consumption: jnp.ndarray,
     working: jnp.ndarray,
@@ -139,11 +143,6 @@ def next_wealth(
 ) -> jnp.ndarray:
     """Return savings with interest plus labour income (workers) or the pension (retirees)."""
     return (1 + r) * (wealth - consumption) + working * labor_income + (1 - working) * pension
-
-
-def next_lagged_retirement(retirement: jnp.ndarray) -> jnp.ndarray:
-    """Return this period's retirement choice."""
-    return retirement
 
 
 def next_pref_type(pref_type: jnp.ndarray) -> jnp.ndarray:

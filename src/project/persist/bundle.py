@@ -38,11 +38,11 @@ import orbax.checkpoint as ocp
 from jax.sharding import NamedSharding
 from pyarrow import feather
 
-from project.devices import state_mesh, value_spec
+from project.devices import place, state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
-from project.persist.solution import package_versions
+from project.persist.solution import grids_without_knobs, package_versions
 from project.simulation.result import SimulationResult
 
 ARRAYS_NAME = "arrays"
@@ -171,11 +171,6 @@ def arrays_digest(tree: dict[str, dict[str, Any]]) -> str:
     return digest.hexdigest()
 
 
-def place_sharded(host: np.ndarray, *, sharding: NamedSharding) -> jax.Array:
-    """Place a host array with ``sharding``, each device taking its block of the host copy."""
-    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
-
-
 def enumerate_periods(values: Any) -> Any:
     """Yield (period as str, V) pairs; sharded arrays stay on their devices (orbax saves shards)."""
     for t, value in enumerate(values):
@@ -200,7 +195,7 @@ def _restore_arrays(
         if model is not None and model.permanent_states:
             mesh = state_mesh(model)
             tree["value_function"] = {
-                t: place_sharded(v, sharding=NamedSharding(mesh, value_spec(model)))
+                t: place(v, sharding=NamedSharding(mesh, value_spec(model)))
                 for t, v in tree["value_function"].items()
             }
         return tree
@@ -256,20 +251,14 @@ def _check_model(*, directory: Path, model: Model, metadata: dict[str, Any]) -> 
     for part in ("states", "actions"):
         names = metadata[f"{part[:-1]}_names"]
         saved = metadata["model"].get(part, {})
-        if list(given[part]) != names or _without_knobs(given[part]) != _without_knobs(saved):
+        if list(given[part]) != names or grids_without_knobs(given[part]) != grids_without_knobs(
+            saved
+        ):
             msg = (
                 f"{directory} holds a simulation of a model with other {part} than "
                 f"{model.name!r}. Load it with the matching model or rebuild it with `pytask`."
             )
             raise CheckpointError(msg)
-
-
-def _without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Drop batch_size and distributed: they change how results are computed, not their values."""
-    return {
-        name: {k: v for k, v in grid.items() if k not in {"batch_size", "distributed"}}
-        for name, grid in grids.items()
-    }
 
 
 def _read_json(path: Path, *, required: Sequence[str]) -> dict[str, Any]:

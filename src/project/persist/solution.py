@@ -83,7 +83,7 @@ def load_solution(
         )
         raise CheckpointError(msg)
     metadata = json.loads((directory / "metadata.json").read_text())
-    if _grids_without_knobs(metadata["model"]["states"]) != _grids_without_knobs(
+    if grids_without_knobs(metadata["model"]["states"]) != grids_without_knobs(
         model.describe()["states"]
     ):
         msg = (
@@ -127,7 +127,7 @@ def tree_digest(tree: dict[str, Any]) -> str:
     return digest.hexdigest()
 
 
-def _grids_without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def grids_without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Drop batch_size and distributed: they change how V is computed, not its values."""
     return {
         name: {k: v for k, v in grid.items() if k not in {"batch_size", "distributed"}}

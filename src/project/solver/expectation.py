@@ -16,6 +16,7 @@ instead of being interpolated into. Under sharding each device thus reads only i
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,13 @@ class ExpectationPlan:
 
     @classmethod
     def for_model(cls, model: Model) -> ExpectationPlan:
+        """Return the model's plan, derived once per model object (tracing asks for it often)."""
+        if model not in _PLANS:
+            _PLANS[model] = cls._derive(model)
+        return _PLANS[model]
+
+    @classmethod
+    def _derive(cls, model: Model) -> ExpectationPlan:
         """Pre-contract every stochastic state whose probabilities ignore actions and outcome."""
         outcome_dependent = model.outcome_dependent_stochastic_states()
         pre, kept = [], []
@@ -80,6 +88,9 @@ class ExpectationPlan:
     def value_axes_without_permanent(self, model: Model) -> list[str]:
         """Return V's axes once the permanent axes are sliced off."""
         return [s for s in model.state_names if s not in self.permanent]
+
+
+_PLANS: weakref.WeakKeyDictionary[Model, ExpectationPlan] = weakref.WeakKeyDictionary()
 
 
 def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], jnp.ndarray]:
