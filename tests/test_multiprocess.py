@@ -29,14 +29,20 @@ def test_two_process_solve_matches_single_process(tmp_path):
     port = str(free_port())
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
     workers = [
-        subprocess.Popen([sys.executable, str(WORKER), str(i), port, str(output)],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        subprocess.Popen(
+            [sys.executable, str(WORKER), str(i), port, str(output)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env=env,
+        )
         for i in range(2)
     ]
     logs = [w.communicate(timeout=600)[0] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], "\n".join(logs)[-6000:]
-    model = lifecycle.build_model(n_wealth=16, n_consumption=16, n_periods=4, start_age=66,
-                                  n_types=4)
+    model = lifecycle.build_model(
+        n_wealth=16, n_consumption=16, n_periods=4, start_age=66, n_types=4
+    )
     single = solve(model=model, params=lifecycle.default_params(n_types=4))
     gathered = np.load(output)
     for t, value in enumerate(single.value_function):

@@ -86,11 +86,11 @@ def test_splay_on_wealth_is_value_identical(batch_size):
 @pytest.mark.parametrize(("income_batch", "wealth_batch"), [(2, 0), (1, 9), (3, 16)])
 def test_splay_on_stochastic_state_is_value_identical(income_batch, wealth_batch):
     params = precautionary.DEFAULT_PARAMS
-    reference = solve(model=precautionary.build_model(n_wealth=40, n_consumption=30), params=params)
+    reference = solve(model=precautionary.build_model(n_wealth=40, n_consumption=70), params=params)
     splayed = solve(
         model=precautionary.build_model(
             n_wealth=40,
-            n_consumption=30,
+            n_consumption=70,
             income_batch_size=income_batch,
             wealth_batch_size=wealth_batch,
         ),

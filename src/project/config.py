@@ -68,8 +68,13 @@ SIMULATION = (
 
 CALIBRATION: dict[str, Any] = {
     "targets": ROOT / "data" / ("targets.csv" if PROFILE == "default" else "targets_smoke.csv"),
-    "settings": {"epochs": 500, "learning_rate": 0.01, "seed": 0, "dropout": 0.0,
-                 "batch_size": None},
+    "settings": {
+        "epochs": 500,
+        "learning_rate": 0.01,
+        "seed": 0,
+        "dropout": 0.0,
+        "batch_size": None,
+    },
 }
 """The targets file (see data/README.md) and the reweighting settings (project.calibration)."""
 
@@ -79,8 +84,7 @@ VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in (
         Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
-        Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION,
-                params={"pension": 0.3}),
+        Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION, params={"pension": 0.3}),
     )
 }
 

@@ -28,8 +28,13 @@ RUNNER = textwrap.dedent("""
     print("OUTCOMES=" + json.dumps(outcomes))
     sys.exit(int(session.exit_code))
 """)
-VARIANT_TASKS = ("define_model", "solve", "simulate", "plot_policy_functions",
-                 "plot_lifecycle_profiles")
+VARIANT_TASKS = (
+    "define_model",
+    "solve",
+    "simulate",
+    "plot_policy_functions",
+    "plot_lifecycle_profiles",
+)
 PAPER_PDF = Path("bld/paper/paper.pdf")
 
 
@@ -38,8 +43,9 @@ def copy_project(target: Path) -> Path:
     for name in COPIED:
         source = ROOT / name
         if source.is_dir():
-            shutil.copytree(source, target / name,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                source, target / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         elif source.exists():
             shutil.copy2(source, target / name)
     return target
@@ -47,11 +53,19 @@ def copy_project(target: Path) -> Path:
 
 def build(root: Path, **options) -> dict[str, str]:
     """Run pytask on ``root``; return {task name: outcome} of this build."""
-    env = os.environ | {"PYTHONPATH": str(root / "src"), "PROJECT_PROFILE": "smoke",
-                        "PYTHONUNBUFFERED": "1"}
+    env = os.environ | {
+        "PYTHONPATH": str(root / "src"),
+        "PROJECT_PROFILE": "smoke",
+        "PYTHONUNBUFFERED": "1",
+    }
     result = subprocess.run(
-        [sys.executable, "-c", RUNNER, json.dumps(options)], cwd=root, env=env,
-        capture_output=True, text=True, timeout=900, check=False,
+        [sys.executable, "-c", RUNNER, json.dumps(options)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("OUTCOMES=")]
     assert result.returncode == 0 and lines, result.stdout[-5000:] + result.stderr[-3000:]
@@ -66,8 +80,12 @@ def variant_chain(variant: str) -> set[str]:
     return {f"task_{name}[{variant}]" for name in VARIANT_TASKS}
 
 
-SHARED_DOWNSTREAM = {"task_plot_variant_comparison", "task_summary_statistics_table",
-                     "task_parameter_table", "task_compile_paper"}
+SHARED_DOWNSTREAM = {
+    "task_plot_variant_comparison",
+    "task_summary_statistics_table",
+    "task_parameter_table",
+    "task_compile_paper",
+}
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -82,8 +100,12 @@ def product_digests(root: Path) -> dict[str, str]:
     digests = {}
     for path in sorted((root / "bld").rglob("*")):
         relative = path.relative_to(root)
-        if (not path.is_file() or "arrays" in relative.parts
-                or path.suffix in skipped_suffixes or relative.parts[1] == "benchmarks"):
+        if (
+            not path.is_file()
+            or "arrays" in relative.parts
+            or path.suffix in skipped_suffixes
+            or relative.parts[1] == "benchmarks"
+        ):
             continue
         digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
@@ -121,11 +143,17 @@ def test_incremental_contract(serial_build):
 
     # Figure code: only figure tasks (and the paper) rerun.
     edit(root / "src/project/analysis/figures.py", '"""', '"""Edited. ')
-    figures = {t for v in ("baseline", "low_pension")
-               for t in (f"task_plot_policy_functions[{v}]", f"task_plot_lifecycle_profiles[{v}]")}
+    figures = {
+        t
+        for v in ("baseline", "low_pension")
+        for t in (f"task_plot_policy_functions[{v}]", f"task_plot_lifecycle_profiles[{v}]")
+    }
     ran = executed(build(root))
-    assert figures | {"task_plot_variant_comparison"} <= ran <= figures | {
-        "task_plot_variant_comparison", *paper}
+    assert (
+        figures | {"task_plot_variant_comparison"}
+        <= ran
+        <= figures | {"task_plot_variant_comparison", *paper}
+    )
 
     # A simulation setting (the seed): simulate and downstream rerun, the solves do not.
     edit(root / "src/project/config.py", "seed: int = 20_261_122", "seed: int = 7")
@@ -137,8 +165,11 @@ def test_incremental_contract(serial_build):
     # parallel with loky, as `pytask -n 2` does.
     edit(root / "src/project/config.py", 'params={"pension": 0.3}', 'params={"pension": 0.25}')
     ran = executed(build(root, n_workers=2, parallel_backend="loky"))
-    assert {"task_define_model[low_pension]", "task_solve[low_pension]",
-            "task_simulate[low_pension]"} <= ran
+    assert {
+        "task_define_model[low_pension]",
+        "task_solve[low_pension]",
+        "task_simulate[low_pension]",
+    } <= ran
     assert not {t for t in ran if t.endswith("[baseline]")}
     specification = json.loads((root / "bld/low_pension/model.json").read_text())
     assert specification["params"]["pension"] == 0.25
@@ -171,8 +202,11 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     root = copy_project(tmp_path / "project")
     chains = "define_model or solve or simulate"
     outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
-    assert executed(outcomes) == {f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate")
-                                  for v in ("baseline", "low_pension")}
+    assert executed(outcomes) == {
+        f"task_{t}[{v}]"
+        for t in ("define_model", "solve", "simulate")
+        for v in ("baseline", "low_pension")
+    }
     parallel_digests = product_digests(root)
     assert parallel_digests
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}

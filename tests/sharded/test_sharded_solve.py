@@ -30,8 +30,14 @@ DISTRIBUTION = {
 
 
 def build(*, distributed: bool, n_types: int = 4):
-    return lifecycle.build_model(n_wealth=16, n_consumption=16, n_periods=4, start_age=66,
-                                 distributed_types=distributed, n_types=n_types)
+    return lifecycle.build_model(
+        n_wealth=16,
+        n_consumption=16,
+        n_periods=4,
+        start_age=66,
+        distributed_types=distributed,
+        n_types=n_types,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +57,9 @@ def test_sharded_value_function_equals_single_device_exactly(solutions):
         assert v_sharded.sharding.spec == PartitionSpec("pref_type")
         np.testing.assert_array_equal(np.asarray(v_single), np.asarray(v_sharded), f"period {t}")
         for action in single.policy[t]:
-            np.testing.assert_array_equal(np.asarray(single.policy[t][action]),
-                                          np.asarray(sharded.policy[t][action]))
+            np.testing.assert_array_equal(
+                np.asarray(single.policy[t][action]), np.asarray(sharded.policy[t][action])
+            )
 
 
 def test_each_device_holds_only_its_own_type_block(solutions):
@@ -67,11 +74,21 @@ def test_compiled_kernels_contain_no_collectives(solutions, terminal):
     model, _, sharded = solutions
     mesh = state_mesh(model)
     kernels = period_kernels(model, mesh=mesh)
-    params, grid_points = replicate((validate_params(model=model, params=PARAMS),
-                                     grid_points_of(model)), mesh=mesh)
+    params, grid_points = replicate(
+        (validate_params(model=model, params=PARAMS), grid_points_of(model)), mesh=mesh
+    )
     kernel = kernels.terminal if terminal else kernels.regular
-    text = kernel.lower(None if terminal else sharded.value_function[1], params, grid_points,
-                        jnp.int32(0), jnp.float32(66.0)).compile().as_text()
+    text = (
+        kernel.lower(
+            None if terminal else sharded.value_function[1],
+            params,
+            grid_points,
+            jnp.int32(0),
+            jnp.float32(66.0),
+        )
+        .compile()
+        .as_text()
+    )
     for collective in ("all-gather", "all-reduce", "all-to-all", "collective-permute"):
         assert collective not in text, collective
 
@@ -91,13 +108,20 @@ def test_nan_and_inf_checks_return_replicated_scalars_without_gathering(solution
 
 def test_simulation_is_identical_across_device_counts_and_chunks(solutions):
     model, single, sharded = solutions
-    initial = draw_initial_conditions(model=model, n_subjects=101, seed=4,
-                                      distribution=DISTRIBUTION)
-    reference = simulate(params=PARAMS, initial_conditions=initial, solution=single,
-                         seed=9).to_dataframe()
+    initial = draw_initial_conditions(
+        model=model, n_subjects=101, seed=4, distribution=DISTRIBUTION
+    )
+    reference = simulate(
+        params=PARAMS, initial_conditions=initial, solution=single, seed=9
+    ).to_dataframe()
     for batch in (0, 7, 64):
-        frame = simulate(params=PARAMS, initial_conditions=initial, solution=sharded, seed=9,
-                         subject_batch_size=batch).to_dataframe()
+        frame = simulate(
+            params=PARAMS,
+            initial_conditions=initial,
+            solution=sharded,
+            seed=9,
+            subject_batch_size=batch,
+        ).to_dataframe()
         pd.testing.assert_frame_equal(reference, frame, check_exact=True)
 
 
@@ -116,8 +140,9 @@ def test_load_onto_fewer_devices_works(solutions, tmp_path):
     two = jax.devices()[:2]
     loaded = load_solution(directory=tmp_path / "solution", model=model, devices=two)
     assert len(loaded.value_function[0].sharding.device_set) == 2
-    np.testing.assert_array_equal(np.asarray(sharded.value_function[0]),
-                                  np.asarray(loaded.value_function[0]))
+    np.testing.assert_array_equal(
+        np.asarray(sharded.value_function[0]), np.asarray(loaded.value_function[0])
+    )
 
 
 def test_load_onto_an_incompatible_device_count_raises(solutions, tmp_path):
@@ -150,13 +175,18 @@ def test_two_distributed_axes_must_multiply_to_the_device_count():
 
     model = Model(
         name="two_axes",
-        states={"x": DiscreteGrid(Three, distributed=True),
-                "y": DiscreteGrid(Two, distributed=True),
-                "wealth": LinSpacedGrid(start=1, stop=2, n_points=3, name="wealth")},
+        states={
+            "x": DiscreteGrid(Three, distributed=True),
+            "y": DiscreteGrid(Two, distributed=True),
+            "wealth": LinSpacedGrid(start=1, stop=2, n_points=3, name="wealth"),
+        },
         actions={"c": LinSpacedGrid(start=0.1, stop=1, n_points=3, name="c")},
-        functions={"utility": lambda c: jnp.log(c),  # noqa: PLW0108 (dags binds by name)
-                   "next_x": lambda x: x,
-                   "next_y": lambda y: y, "next_wealth": lambda wealth, c: wealth - c},
+        functions={
+            "utility": lambda c: jnp.log(c),  # noqa: PLW0108 (dags binds by name)
+            "next_x": lambda x: x,
+            "next_y": lambda y: y,
+            "next_wealth": lambda wealth, c: wealth - c,
+        },
         n_periods=2,
     )
     with pytest.raises(ModelSpecificationError, match=r"product 6.*4 devices"):
@@ -167,13 +197,13 @@ def test_simulation_bundle_keeps_value_function_sharded(solutions, tmp_path):
     from project.simulation import SimulationResult
 
     model, _, sharded = solutions
-    initial = draw_initial_conditions(model=model, n_subjects=21, seed=4,
-                                      distribution=DISTRIBUTION)
+    initial = draw_initial_conditions(model=model, n_subjects=21, seed=4, distribution=DISTRIBUTION)
     result = simulate(params=PARAMS, initial_conditions=initial, solution=sharded, seed=9)
     result.save(directory=tmp_path / "bundle")
     loaded = SimulationResult.load(directory=tmp_path / "bundle", model=model)
     original = sharded.value_function[0]
     assert loaded.value_function[0].sharding.is_equivalent_to(original.sharding, original.ndim)
-    np.testing.assert_array_equal(np.asarray(loaded.value_function[0]),
-                                  np.asarray(sharded.value_function[0]))
+    np.testing.assert_array_equal(
+        np.asarray(loaded.value_function[0]), np.asarray(sharded.value_function[0])
+    )
     pd.testing.assert_frame_equal(result.to_dataframe(), loaded.to_dataframe())

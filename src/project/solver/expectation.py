@@ -101,12 +101,18 @@ def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], j
     plan = ExpectationPlan.for_model(model)
     per_state = compose(model, [transition_target(s) for s in plan.precontracted])
 
+    # Before the sweep, W is a reduction: XLA does not fuse a reduction into the interpolation
+    # gathers that read W, so W is formed once. Written elementwise, the sum would be fused into
+    # every gather and recomputed per state-action point (twice as slow in the precautionary
+    # model). Inside the sweep the fixed-order sum keeps splayed solves value-identical.
+    combine = weighted_sum if plan.contract_in_sweep else _reduce_outcomes
+
     def contract(values: jnp.ndarray, env: dict[str, Any]) -> jnp.ndarray:
         probabilities = per_state(env)
         axis_names = plan.value_axes_without_permanent(model)
         expected = values
         for state in plan.precontracted:
-            expected = weighted_sum(
+            expected = combine(
                 probabilities[transition_target(state)],
                 jnp.moveaxis(expected, axis_names.index(state), 0),
             )
@@ -114,6 +120,11 @@ def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], j
         return expected
 
     return contract
+
+
+def _reduce_outcomes(weights: jnp.ndarray, stacked: jnp.ndarray) -> jnp.ndarray:
+    """Return sum_k weights[k] * stacked[k] as one reduction over the leading axis."""
+    return jnp.sum(jnp.expand_dims(weights, tuple(range(1, stacked.ndim))) * stacked, axis=0)
 
 
 def prepare_next_value(
