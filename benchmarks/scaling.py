@@ -226,7 +226,7 @@ def kernel_memory(model: Any, params: dict[str, Any], solution: Any) -> dict[str
     mesh = _mesh(model)
     if mesh is not None:
         validated, grid_points = replicate((validated, grid_points), mesh=mesh)
-    kernel = period_kernels(model, mesh=mesh).regular
+    kernel = period_kernels(model, mesh=mesh).kernel
     arguments = (
         solution.value_function[1],
         validated,

@@ -8,13 +8,16 @@ Every configuration runs in its own interpreter (``--single <json>``), so peak R
 compile caches are per configuration. Each child measures, for the benchmark models of
 ``/work/shared/reference/benchmark_models.md``:
 
+- ``jax_startup``: starting JAX's backend (``jax.devices()``, the client and its devices), timed on
+  its own before the first call;
 - ``first_call``: the first ``solve(..., log_level="off")`` of a freshly built model in a fresh
-  process (trace + lower + compile + run, plus JAX's one-time process start-up cost);
+  process with a started backend (trace + lower + compile + run, and the process's first
+  lowering);
 - ``fresh_model_first_call``: the same for further freshly built models in the now warm process
   (new kernels, so trace + lower + compile + run again, but no one-time start-up cost);
 - ``warm``: further ``solve`` calls of the first model (``solve`` blocks on its result);
 - a breakdown of the first call from JAX's own compile timers (``jax.monitoring``): trace, lower
-  to MLIR and XLA compile of the terminal and regular period kernels, other jitted operations
+  to MLIR and XLA compile of the period kernel (one for all periods), other jitted operations
   (grids, dtype conversions), and the rest (running the kernels, dispatch);
 - for models with stochastic transitions, the cost of the transition-probability check that
   ``solve`` runs when ``log_level != "off"``, and first/warm time at the default log level;
@@ -63,13 +66,14 @@ HORIZON_RATIO_LIMIT = 1.2
 
 
 NOTES = """\
-first call: first solve of a new model in a new process (trace + lower + compile + run + JAX
-  start-up). fresh model: median first solve of further new models in the same, warm process.
+first call: first solve of a new model in a new process (trace + lower + compile + run), after
+  JAX's backend was started (JAX start-up, timed before). fresh model: median first solve of
+  further new models in the same, warm process.
   compile est.: fresh model - warm. warm: median of further solves (they block on the result).
-Breakdown (first call, from jax.monitoring): T / R = terminal / regular period kernel; other jit
-  ops = grids, dtype conversions and the process's first lowering (MLIR start-up); rest = first
-  call - all compile events (running the periods, dispatch); cold extra = first call - fresh
-  model. trans. check: check_transition_probabilities, run by solve unless log_level="off".
+Breakdown (first call, from jax.monitoring): kernel = the one period kernel; other jit ops =
+  grids, dtype conversions and the process's first lowering (MLIR start-up); rest = first call -
+  all compile events (running the periods, dispatch); cold extra = first call - fresh model.
+  trans. check: check_transition_probabilities, run by solve unless log_level="off".
   warning: fresh-model first call and warm median with solve's default log_level="warning"."""
 
 
@@ -91,6 +95,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
     from project.solver import period_kernels  # noqa: PLC0415
 
     rss_after_import = peak_rss_mib()
+    startup_seconds, _ = time_call(jax.devices)
     module = importlib.import_module(f"project.models.{config['model']}")
     params = module.DEFAULT_PARAMS
 
@@ -138,6 +143,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
         "jax_version": jax.__version__,
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "import_seconds": import_seconds,
+        "jax_startup_seconds": startup_seconds,
         "build_seconds": build_seconds,
         "first_call_seconds": first_call,
         "first_call_breakdown": breakdown(first_events, first_call),
@@ -160,7 +166,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
 def breakdown(records: list[dict[str, Any]], total: float) -> dict[str, Any]:
     """Split JAX compile events of one ``solve`` call into kernels, other ops and the rest.
 
-    The period kernels are both called ``kernel``; the terminal one is traced first.
+    The period kernel (one for all periods) is the jitted function called ``kernel``.
     """
     phases = ("trace", "lower", "compile")
     parts: dict[str, dict[str, float]] = {}
@@ -169,7 +175,7 @@ def breakdown(records: list[dict[str, Any]], total: float) -> dict[str, Any]:
     for record in records:
         if record["function"] == "kernel":
             n_kernel_traces += record["phase"] == "trace"
-            key = "kernel_terminal" if n_kernel_traces <= 1 else "kernel_regular"
+            key = "kernel"
         else:
             key = "other"
             other_functions[record["function"]] = (
@@ -399,8 +405,7 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
         if "error" in result:
             continue
         parts = result["first_call_breakdown"]["parts"]
-        terminal = parts.get("kernel_terminal", {})
-        regular = parts.get("kernel_regular", {})
+        kernel = parts.get("kernel", {})
         other = parts.get("other", {})
         n_other = len(result["first_call_breakdown"]["other_functions"])
         check = result["transition_check_seconds"]
@@ -408,10 +413,11 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
         rows.append(
             [
                 result["label"],
+                f"{result['jax_startup_seconds']:.3f}",
                 f"{result['first_call_seconds']:.3f}",
-                f"{terminal.get('trace', 0):.3f} / {regular.get('trace', 0):.3f}",
-                f"{terminal.get('lower', 0):.3f} / {regular.get('lower', 0):.3f}",
-                f"{terminal.get('compile', 0):.3f} / {regular.get('compile', 0):.3f}",
+                f"{kernel.get('trace', 0):.3f}",
+                f"{kernel.get('lower', 0):.3f}",
+                f"{kernel.get('compile', 0):.3f}",
                 f"{sum(other.values()):.3f} ({n_other})",
                 f"{result['first_call_breakdown']['rest_seconds']:.3f}",
                 f"{result['first_call_seconds'] - metric(result, 'fresh'):.3f}",
@@ -421,13 +427,14 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
             ]
         )
     print_table(
-        "First-call breakdown, seconds (jax.monitoring; kernels as terminal / regular)",
+        "First-call breakdown, seconds (jax.monitoring)",
         [
             "configuration",
+            "JAX start-up",
             "first call",
-            "trace T / R",
-            "lower T / R",
-            "XLA compile T / R",
+            "kernel trace",
+            "lower",
+            "XLA compile",
             "other jit ops (n)",
             "rest",
             "cold extra",

@@ -69,13 +69,22 @@ def test_block_search_picks_the_last_point_and_handles_infeasible_and_nan():
 )
 def test_blocked_solve_equals_plain_argmax_solve(monkeypatch, module, sizes):
     params = module.DEFAULT_PARAMS
+    monkeypatch.setattr(choice, "MIN_Q_POINTS_FOR_BLOCKS", 0)
     blocked = solve(model=module.build_model(**sizes), params=params)
-    monkeypatch.setattr(choice, "MIN_POINTS_FOR_BLOCKS", 10**9)
+    monkeypatch.setattr(choice, "MIN_Q_POINTS_FOR_BLOCKS", 10**12)
     plain = solve(model=module.build_model(**sizes), params=params)
     for t in range(len(plain.value_function)):
         np.testing.assert_array_equal(plain.value_function[t], blocked.value_function[t])
         for action, indices in plain.policy[t].items():
             np.testing.assert_array_equal(indices, blocked.policy[t][action])
+
+
+def test_only_large_models_use_the_block_search():
+    assert not choice.use_blocks(choice.MIN_Q_POINTS_FOR_BLOCKS - 1)
+    assert choice.use_blocks(choice.MIN_Q_POINTS_FOR_BLOCKS)
+    # IJRS 500 x 2000: 2 x 500 states, 2 x 2000 actions.
+    assert choice.use_blocks(2 * 500 * 2 * 2000)
+    assert not choice.use_blocks(2 * 100 * 2 * 500)
 
 
 def test_block_size_stays_at_most_32_and_skips_short_axes():

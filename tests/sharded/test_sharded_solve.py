@@ -49,12 +49,13 @@ def solutions():
 
 
 def test_sharded_value_function_equals_single_device_exactly(solutions):
-    _, single, sharded = solutions
+    model, single, sharded = solutions
+    by_type = NamedSharding(state_mesh(model), PartitionSpec("pref_type"))
     for t, (v_single, v_sharded) in enumerate(
         zip(single.value_function, sharded.value_function, strict=True)
     ):
         assert len(v_sharded.sharding.device_set) == 4
-        assert v_sharded.sharding.spec == PartitionSpec("pref_type")
+        assert v_sharded.sharding.is_equivalent_to(by_type, v_sharded.ndim)
         np.testing.assert_array_equal(np.asarray(v_single), np.asarray(v_sharded), f"period {t}")
         for action in single.policy[t]:
             np.testing.assert_array_equal(
@@ -69,21 +70,21 @@ def test_each_device_holds_only_its_own_type_block(solutions):
     assert all(s.data.shape[0] == 1 for s in sharded.value_function[0].addressable_shards)
 
 
-@pytest.mark.parametrize("terminal", [False, True])
-def test_compiled_kernels_contain_no_collectives(solutions, terminal):
+@pytest.mark.parametrize("last_period", [False, True])
+def test_compiled_kernel_contains_no_collectives(solutions, last_period):
     model, _, sharded = solutions
     mesh = state_mesh(model)
     kernels = period_kernels(model, mesh=mesh)
     params, grid_points = replicate(
         (validate_params(model=model, params=PARAMS), grid_points_of(model)), mesh=mesh
     )
-    kernel = kernels.terminal if terminal else kernels.regular
+    period = model.n_periods - 1 if last_period else 0
     text = (
-        kernel.lower(
-            None if terminal else sharded.value_function[1],
+        kernels.kernel.lower(
+            sharded.value_function[min(period + 1, model.n_periods - 1)],
             params,
             grid_points,
-            jnp.int32(0),
+            jnp.int32(period),
             jnp.float32(66.0),
         )
         .compile()

@@ -51,7 +51,7 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     It returns (actions, value, next states) for a chunk of subjects.
     """
     plan = ExpectationPlan.for_model(model)
-    q_function = build_q_function(model, terminal=terminal)
+    q_function = build_q_function(model)
     action_shape = tuple(g.n_points for g in model.actions.values())
     stochastic = list(model.stochastic_transitions)
     probabilities = compose(model, [transition_target(s) for s in stochastic])
@@ -59,9 +59,8 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
 
     def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
         part = expected
-        if not terminal:
-            for state in plan.sliced:
-                part = part[state_values[state]]
+        for state in plan.sliced:
+            part = part[state_values[state]]
         q = q_function(state_values, part, params, grid_points, period, age).ravel()
         index = jnp.argmax(q)
         positions = jnp.unravel_index(index, action_shape) if action_shape else ()
@@ -140,14 +139,14 @@ def simulate(
     steps = _steps(model)
     periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
     ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
+    # The last period reads a V of zeros and discards the continuation, like the solver.
+    next_values = [*solution.value_function[1:], jnp.zeros_like(solution.value_function[-1])]
     expected = [
         _replicated(
-            steps["expected"](
-                solution.value_function[t + 1], params, grid_points, periods[t], ages[t]
-            ),
+            steps["expected"](next_values[t], params, grid_points, periods[t], ages[t]),
             mesh=mesh,
         )
-        for t in range(model.n_periods - 1)
+        for t in range(model.n_periods)
     ]
     columns = _empty_columns(model=model, n_subjects=n_subjects, float_dtype=float_dtype)
     started = time.perf_counter()
@@ -169,7 +168,7 @@ def simulate(
             actions, value, next_states = step(
                 states,
                 subject_ids,
-                None if terminal else expected[t],
+                expected[t],
                 params,
                 grid_points,
                 periods[t],

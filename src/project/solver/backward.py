@@ -11,9 +11,16 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.sharding import Mesh
 
-from project.devices import check_permanent_states, replicate, state_mesh
+from project.devices import (
+    check_permanent_states,
+    place,
+    replicate,
+    state_mesh,
+    value_sharding,
+)
 from project.model.params import validate_params
 from project.model.spec import Model
 from project.solver.checks import (
@@ -47,14 +54,13 @@ class Solution:
 
 @dataclass
 class PeriodKernels:
-    """The compiled kernels of a model: one terminal, one for every other period."""
+    """The compiled kernel of a model: one for every period, the last included."""
 
-    terminal: Kernel
-    regular: Kernel
+    kernel: Kernel
 
     def n_compiled(self) -> int:
         """Return how many distinct executables have been compiled so far."""
-        return sum(k._cache_size() for k in (self.terminal, self.regular))
+        return self.kernel._cache_size()
 
 
 _KERNELS: weakref.WeakKeyDictionary[Model, dict[Any, PeriodKernels]] = weakref.WeakKeyDictionary()
@@ -69,10 +75,7 @@ def period_kernels(model: Model, *, mesh: Mesh | None = None) -> PeriodKernels:
         else (mesh.axis_names, mesh.devices.shape, tuple(d.id for d in mesh.devices.flat))
     )
     if key not in per_mesh:
-        per_mesh[key] = PeriodKernels(
-            terminal=build_period_kernel(model, terminal=True, mesh=mesh),
-            regular=build_period_kernel(model, terminal=False, mesh=mesh),
-        )
+        per_mesh[key] = PeriodKernels(kernel=build_period_kernel(model, mesh=mesh))
     return per_mesh[key]
 
 
@@ -111,11 +114,9 @@ def solve(
     float_dtype = jnp.asarray(0.0).dtype
     values: list[jnp.ndarray] = [None] * model.n_periods
     policies: list[dict[str, jnp.ndarray]] = [None] * model.n_periods
-    next_value = None
+    next_value = _zero_value(model, dtype=float_dtype, mesh=mesh)
     started = time.perf_counter()
     for period in reversed(range(model.n_periods)):
-        terminal = period == model.n_periods - 1
-        kernel = kernels.terminal if terminal else kernels.regular
         period_started = time.perf_counter()
         arguments = (
             next_value,
@@ -124,15 +125,15 @@ def solve(
             jnp.asarray(period, dtype=jnp.int32),
             jnp.asarray(model.ages[period], dtype=float_dtype),
         )
-        next_value, policies[period] = kernel(*arguments)
+        next_value, policies[period] = kernels.kernel(*arguments)
         values[period] = next_value
         validate_value_function(
             value=next_value,
             period=period,
             state_names=model.state_names,
             log_level=log_level,
-            describe_actions=lambda arguments=arguments, terminal=terminal: _locate_q_nans(
-                model=model, terminal=terminal, arguments=arguments
+            describe_actions=lambda arguments=arguments: _locate_q_nans(
+                model=model, arguments=arguments
             ),
         )
         if log_level in ("progress", "debug"):
@@ -156,7 +157,15 @@ def solve(
     )
 
 
-def _locate_q_nans(*, model: Model, terminal: bool, arguments: tuple[Any, ...]) -> str:
-    q = build_q_kernel(model, terminal=terminal)(*arguments)
+def _zero_value(model: Model, *, dtype: Any, mesh: Mesh | None) -> jax.Array:
+    """Return the V of zeros that the last period's kernel call reads (and discards)."""
+    zeros = np.zeros(tuple(g.n_points for g in model.states.values()), dtype=dtype)
+    if mesh is None:
+        return jnp.asarray(zeros)
+    return place(zeros, sharding=value_sharding(model, mesh=mesh))
+
+
+def _locate_q_nans(*, model: Model, arguments: tuple[Any, ...]) -> str:
+    q = build_q_kernel(model)(*arguments)
     names = (*model.state_names, *model.action_names)
     return f"Q(state, action) is NaN at: {nan_locations(q, axis_names=names)}."
