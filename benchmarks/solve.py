@@ -8,11 +8,11 @@ Every configuration runs in its own interpreter (``--single <json>``), so peak R
 compile caches are per configuration. Each child measures, for the benchmark models of
 ``/work/shared/reference/benchmark_models.md``:
 
-- ``jax_startup``: starting JAX's backend (``jax.devices()``, the client and its devices), timed on
-  its own before the first call;
+- ``jax_startup``: starting JAX in the process: the backend and its first compilation of any
+  program (MLIR and LLVM set-up, about 0.25 s here), timed on its own before the first call;
 - ``first_call``: the first ``solve(..., log_level="off")`` of a freshly built model in a fresh
-  process with a started backend (trace + lower + compile + run, and the process's first
-  lowering);
+  process where JAX has started (trace + lower + compile + run, and the first use of the jitted
+  helpers that build grids and convert params);
 - ``fresh_model_first_call``: the same for further freshly built models in the now warm process
   (new kernels, so trace + lower + compile + run again, but no one-time start-up cost);
 - ``warm``: further ``solve`` calls of the first model (``solve`` blocks on its result);
@@ -67,11 +67,11 @@ HORIZON_RATIO_LIMIT = 1.2
 
 NOTES = """\
 first call: first solve of a new model in a new process (trace + lower + compile + run), after
-  JAX's backend was started (JAX start-up, timed before). fresh model: median first solve of
-  further new models in the same, warm process.
+  JAX started (JAX start-up = backend + its first, trivial compilation, timed before).
+  fresh model: median first solve of further new models in the same, warm process.
   compile est.: fresh model - warm. warm: median of further solves (they block on the result).
 Breakdown (first call, from jax.monitoring): kernel = the one period kernel; other jit ops =
-  grids, dtype conversions and the process's first lowering (MLIR start-up); rest = first call -
+  grids and dtype conversions (their first use in the process); rest = first call -
   all compile events (running the periods, dispatch); cold extra = first call - fresh model.
   trans. check: check_transition_probabilities, run by solve unless log_level="off".
   warning: fresh-model first call and warm median with solve's default log_level="warning"."""
@@ -95,7 +95,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
     from project.solver import period_kernels  # noqa: PLC0415
 
     rss_after_import = peak_rss_mib()
-    startup_seconds, _ = time_call(jax.devices)
+    startup_seconds, _ = time_call(start_jax)
     module = importlib.import_module(f"project.models.{config['model']}")
     params = module.DEFAULT_PARAMS
 
@@ -161,6 +161,14 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
             jax.numpy.nansum(jax.numpy.where(jax.numpy.isfinite(value), value, 0.0))
         ),
     }
+
+
+def start_jax() -> None:
+    """Start the backend and compile one trivial program (JAX's one-time per-process set-up)."""
+    import jax  # noqa: PLC0415
+
+    jax.devices()
+    jax.block_until_ready(jax.jit(lambda x: x + 1)(jax.numpy.zeros(())))
 
 
 def breakdown(records: list[dict[str, Any]], total: float) -> dict[str, Any]:
