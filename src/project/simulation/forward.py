@@ -34,6 +34,7 @@ from project.simulation.keys import draw_category, subject_keys
 from project.simulation.result import SimulationResult
 from project.solver.backward import Solution, grid_points_of
 from project.solver.checks import check_log_level
+from project.solver.choice import best_choice
 from project.solver.expectation import ExpectationPlan, prepare_next_value
 from project.solver.kernel import build_q_function
 from project.solver.sweep import compose
@@ -62,11 +63,11 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
         for state in plan.sliced:
             part = part[state_values[state]]
         q = q_function(state_values, part, params, grid_points, period, age).ravel()
-        index = jnp.argmax(q)
+        value, index = best_choice(q)
         positions = jnp.unravel_index(index, action_shape) if action_shape else ()
         actions = {a: grid_points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
         if terminal:
-            return actions, q[index], state_values
+            return actions, value, state_values
         env = {**params, **state_values, **actions, "period": period, "age": age}
         probs = probabilities(env)
         draws = {
@@ -78,7 +79,7 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
         for name, grid in model.states.items():
             dtype = jnp.int32 if grid.is_discrete else q.dtype
             next_states[name] = jnp.asarray(next_states[name]).astype(dtype)
-        return actions, q[index], next_states
+        return actions, value, next_states
 
     def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
         keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
