@@ -17,7 +17,9 @@ from project.grids import (
     LogSpacedGrid,
     categories,
     grid_from_description,
+    grid_points,
 )
+from project.points import evenly_spaced, float_dtype
 
 
 @dataclasses.dataclass(frozen=True)
@@ -460,3 +462,47 @@ def test_interpolation_reproduces_affine_function_in_and_out_of_grid(kind):
     values = affine(points)
     interpolated = (1 - weight) * values[segment] + weight * values[segment + 1]
     np.testing.assert_allclose(interpolated, affine(x), rtol=1e-5, atol=1e-4)
+
+
+EVENLY_SPACED = [
+    ("linspace", 1.0, 400.0, 100),
+    ("linspace", 1.0, 400.0, 2000),
+    ("linspace", 1.0, 20.0, 500),
+    ("linspace", 0.1, 5.0, 500),
+    ("linspace", -3.7, 11.25, 77),
+    ("linspace", 0.0, 1.0, 2),
+    ("logspace", 0.5, 300.0, 250),
+    ("logspace", 1e-3, 1.0, 33),
+]
+
+
+@pytest.mark.parametrize("x64_enabled", [False, True])
+def test_batched_grid_points_equal_eager_jax_linspace_bit_for_bit(x64_enabled):
+    """The benchmark specification builds grids with JAX's linspace; one ulp can flip c <= w."""
+    jax.config.update("jax_enable_x64", x64_enabled)
+    try:
+        batched = evenly_spaced(EVENLY_SPACED)
+        for (kind, start, stop, n_points), points in zip(EVENLY_SPACED, batched, strict=True):
+            if kind == "linspace":
+                reference = jnp.linspace(start, stop, n_points)
+            else:
+                reference = jnp.exp(jnp.linspace(math.log(start), math.log(stop), n_points))
+            assert points.dtype == reference.dtype == float_dtype()
+            np.testing.assert_array_equal(np.asarray(points), np.asarray(reference))
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_grid_points_of_a_model_match_each_grids_own_points():
+    grids = {
+        "wealth": LinSpacedGrid(start=1, stop=400, n_points=50, name="wealth"),
+        "income": LogSpacedGrid(start=0.5, stop=3, n_points=7, name="income"),
+        "shock": IrregSpacedGrid(points=[-1.0, 0.0, 2.5], name="shock"),
+        "status": DiscreteGrid(categories("Status", ["a", "b", "c"])),
+    }
+    points = grid_points(grids)
+    assert list(points) == list(grids)
+    for name, grid in grids.items():
+        np.testing.assert_array_equal(np.asarray(points[name]), np.asarray(grid.to_jax()))
+    assert points["status"].dtype == jnp.int32
+    np.testing.assert_array_equal(np.asarray(points["status"]), [0, 1, 2])

@@ -15,9 +15,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from project.errors import GridInitializationError
+from project.points import Spec, evenly_spaced, float_dtype
 
 __all__ = [
     "ContinuousGrid",
@@ -126,7 +129,7 @@ class DiscreteGrid(Grid):
 
     def to_jax(self) -> jnp.ndarray:
         """Return the int32 codes."""
-        return jnp.asarray(self.codes, dtype=jnp.int32)
+        return jax.device_put(np.asarray(self.codes, dtype=np.int32))
 
     def describe(self) -> dict[str, Any]:
         """Return kind, labels and knobs."""
@@ -208,6 +211,11 @@ class _EvenlySpacedGrid(ContinuousGrid):
         """Raise for bounds this kind of grid cannot hold (beyond start < stop)."""
 
     @property
+    def spec(self) -> Spec:
+        """Return (kind, start, stop, n_points), what ``evenly_spaced`` computes points from."""
+        return (self.kind, self.start, self.stop, self.n_points)
+
+    @property
     def n_points(self) -> int:
         """Return the number of points."""
         return self._n_points
@@ -232,7 +240,7 @@ class LinSpacedGrid(_EvenlySpacedGrid):
 
     def to_jax(self) -> jnp.ndarray:
         """Return ``jnp.linspace(start, stop, n_points)`` in the working precision."""
-        return jnp.linspace(self.start, self.stop, self.n_points)
+        return evenly_spaced([self.spec])[0]
 
     def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Locate ``x`` in closed form (no search)."""
@@ -256,8 +264,8 @@ class LogSpacedGrid(_EvenlySpacedGrid):
             raise GridInitializationError(msg)
 
     def to_jax(self) -> jnp.ndarray:
-        """Return the log-spaced points in the working precision."""
-        return jnp.exp(jnp.linspace(math.log(self.start), math.log(self.stop), self.n_points))
+        """Return ``exp(linspace(log start, log stop))`` in the working precision."""
+        return evenly_spaced([self.spec])[0]
 
     def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Locate the segment in logs; the weight is linear in ``x`` (``x <= 0``: first segment)."""
@@ -306,7 +314,7 @@ class IrregSpacedGrid(ContinuousGrid):
 
     def to_jax(self) -> jnp.ndarray:
         """Return the points in the working precision."""
-        return jnp.asarray(self.points, dtype=jnp.asarray(0.0).dtype)
+        return jax.device_put(np.asarray(self.points, dtype=float_dtype()))
 
     def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Locate the segment with a sorted search."""
@@ -384,3 +392,10 @@ def categories(name: str, labels: Sequence[str]) -> type:
     """Return a frozen dataclass with one int field per label (codes 0..n-1)."""
     fields = [(label, int, dataclasses.field(default=code)) for code, label in enumerate(labels)]
     return dataclasses.make_dataclass(name, fields, frozen=True)
+
+
+def grid_points(grids: dict[str, Grid]) -> dict[str, jnp.ndarray]:
+    """Return every grid's points (codes for discrete grids); evenly spaced ones in one call."""
+    spaced = {n: g for n, g in grids.items() if isinstance(g, _EvenlySpacedGrid)}
+    computed = dict(zip(spaced, evenly_spaced([g.spec for g in spaced.values()]), strict=True))
+    return {n: computed[n] if n in computed else g.to_jax() for n, g in grids.items()}

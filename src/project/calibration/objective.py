@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from project.calibration.errors import CalibrationError
+from project.points import float_dtype
 
 WITHIN_TOLERANCE = 0.1
 SHOWN = 5
@@ -123,7 +124,7 @@ class Objective:
         d = denominators(problem=problem, column_scale=column_scale, relative_floor=relative_floor)
         fitted = problem.fitted
         factors = np.where(fitted, problem.normalization, 0.0) / fitted.sum()
-        dtype = jnp.asarray(0.0).dtype
+        dtype = float_dtype()
         return cls(
             targets=jnp.asarray(problem.values, dtype=dtype),
             denominators=jnp.asarray(d, dtype=dtype),

@@ -33,6 +33,7 @@ from project.calibration import passes
 from project.calibration.errors import CalibrationError
 from project.calibration.objective import Objective, TargetProblem
 from project.calibration.source import EstimateSource
+from project.points import float_dtype
 
 logger = logging.getLogger("project.calibration")
 
@@ -112,7 +113,7 @@ def calibrate_weights(
     initial = validate_weights(weights)
     source = EstimateSource.of(estimates=estimates, n_records=initial.size, names=problem.names)
     batching = passes.Batching.of(n_records=initial.size, batch_size=settings.batch_size)
-    dtype = np.dtype(jnp.asarray(0.0).dtype)
+    dtype = float_dtype()
     before, absolute = passes.scan(weights=initial.astype(dtype), source=source, batching=batching)
     check_columns(problem=problem, absolute=absolute)
     objective = Objective.for_problem(

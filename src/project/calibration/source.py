@@ -23,6 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from project.calibration.errors import CalibrationError
+from project.points import float_dtype
 
 EstimateBatches = Callable[[int, int], Any]
 
@@ -65,7 +66,7 @@ class EstimateSource:
         if key in self._kept:
             return self._kept[key]
         values = self._rows(start=start, stop=stop)
-        dtype = jnp.asarray(0.0).dtype
+        dtype = float_dtype()
         missing = rows - (stop - start)
         if isinstance(values, jax.Array):
             block = values.astype(dtype)

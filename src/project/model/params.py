@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
 from project.errors import ParamsError
+from project.points import float_dtype
 
 if TYPE_CHECKING:
     from project.model.spec import Model
@@ -44,7 +46,7 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
         if value.shape != shape:
             wrong.append(f"{key}: expected shape {shape}, got {value.shape}")
             continue
-        converted[key] = jnp.asarray(value, dtype=jnp.asarray(0.0).dtype)
+        converted[key] = jax.device_put(value.astype(float_dtype()))
     if wrong:
         msg = (
             f"Model {model.name!r}: invalid params: {'; '.join(wrong)}. Give each a number or "

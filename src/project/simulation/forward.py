@@ -29,6 +29,7 @@ from project.devices import replicate, shard_rows, subject_mesh, value_devices
 from project.errors import InitialConditionsError, InvalidValueFunctionError
 from project.model.params import validate_params
 from project.model.spec import Model, transition_target
+from project.points import float_dtype as working_float_dtype
 from project.simulation.initial import _subjects, validate_initial_conditions
 from project.simulation.keys import draw_category, subject_keys
 from project.simulation.result import SimulationResult
@@ -133,7 +134,7 @@ def simulate(
     mesh = subject_mesh(devices) if len(devices) > 1 else None
     chunk = -(-(subject_batch_size or n_subjects) // len(devices)) * len(devices)
     padded = -(-n_subjects // chunk) * chunk
-    float_dtype = jnp.asarray(0.0).dtype
+    float_dtype = working_float_dtype()
     grid_points = grid_points_of(model)
     if mesh is not None:
         params, grid_points = replicate((params, grid_points), mesh=mesh)

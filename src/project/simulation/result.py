@@ -17,6 +17,7 @@ import pandas as pd
 
 from project.errors import ModelSpecificationError
 from project.model.spec import Model
+from project.points import float_dtype as working_float_dtype
 from project.solver.backward import Solution
 from project.solver.sweep import compose
 
@@ -163,7 +164,7 @@ def _row_function(model: Model, targets: list[str]) -> Any:
 
 
 def _example_row(model: Model) -> dict[str, jax.ShapeDtypeStruct]:
-    float_dtype = jnp.asarray(0.0).dtype
+    float_dtype = working_float_dtype()
     row = {
         n: jax.ShapeDtypeStruct((), jnp.int32 if g.is_discrete else float_dtype)
         for n, g in (model.states | model.actions).items()
@@ -190,7 +191,7 @@ def evaluate_targets(
     ages: tuple[float, ...],
 ) -> dict[str, np.ndarray]:
     """Evaluate model functions on every (subject, period) row, in chunks of rows."""
-    float_dtype = jnp.asarray(0.0).dtype
+    float_dtype = working_float_dtype()
     device_params = {k: jnp.asarray(v, dtype=float_dtype) for k, v in params.items()}
     evaluate = jax.jit(jax.vmap(_row_function(model, targets), in_axes=(0, None)))
 

@@ -21,8 +21,10 @@ from project.devices import (
     state_mesh,
     value_sharding,
 )
+from project.grids import grid_points
 from project.model.params import validate_params
 from project.model.spec import Model
+from project.points import float_dtype
 from project.solver.checks import (
     LogLevel,
     check_log_level,
@@ -81,7 +83,7 @@ def period_kernels(model: Model, *, mesh: Mesh | None = None) -> PeriodKernels:
 
 def grid_points_of(model: Model) -> dict[str, jnp.ndarray]:
     """Return every state and action grid's points in the working precision."""
-    return {n: g.to_jax() for n, g in (model.states | model.actions).items()}
+    return grid_points(model.states | model.actions)
 
 
 def solve(
@@ -111,10 +113,10 @@ def solve(
         check_permanent_states(model=model, grid_points=grid_points)
         params, grid_points = replicate((params, grid_points), mesh=mesh)
     kernels = period_kernels(model, mesh=mesh)
-    float_dtype = jnp.asarray(0.0).dtype
+    working_dtype = float_dtype()
     values: list[jnp.ndarray] = [None] * model.n_periods
     policies: list[dict[str, jnp.ndarray]] = [None] * model.n_periods
-    next_value = _zero_value(model, dtype=float_dtype, mesh=mesh)
+    next_value = _zero_value(model, dtype=working_dtype, mesh=mesh)
     started = time.perf_counter()
     for period in reversed(range(model.n_periods)):
         period_started = time.perf_counter()
@@ -122,8 +124,9 @@ def solve(
             next_value,
             params,
             grid_points,
-            jnp.asarray(period, dtype=jnp.int32),
-            jnp.asarray(model.ages[period], dtype=float_dtype),
+            # device_put of NumPy values: jnp.asarray would compile a small program per shape.
+            jax.device_put(np.int32(period)),
+            jax.device_put(np.asarray(model.ages[period], dtype=working_dtype)),
         )
         next_value, policies[period] = kernels.kernel(*arguments)
         values[period] = next_value
@@ -161,7 +164,7 @@ def _zero_value(model: Model, *, dtype: Any, mesh: Mesh | None) -> jax.Array:
     """Return the V of zeros that the last period's kernel call reads (and discards)."""
     zeros = np.zeros(tuple(g.n_points for g in model.states.values()), dtype=dtype)
     if mesh is None:
-        return jnp.asarray(zeros)
+        return jax.device_put(zeros)
     return place(zeros, sharding=value_sharding(model, mesh=mesh))
 
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from project.errors import InvalidTransitionError, ModelSpecificationError
 from project.model.spec import Model, transition_target
+from project.points import float_dtype
 from project.solver.sweep import compose, sweep
 
 _CHECKERS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
@@ -50,9 +51,9 @@ def check_transition_probabilities(
     grid_points: dict[str, jnp.ndarray],
 ) -> None:
     """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
-    tolerance = 1e-10 if jnp.asarray(0.0).dtype == jnp.float64 else 1e-5
+    tolerance = 1e-10 if float_dtype() == np.float64 else 1e-5
     periods = jnp.arange(model.n_periods, dtype=jnp.int32)
-    ages = jnp.asarray(model.ages, dtype=jnp.asarray(0.0).dtype)
+    ages = jax.device_put(np.asarray(model.ages, dtype=float_dtype()))
     for state in model.stochastic_transitions:
         checker, inputs = _probability_checker(model, state)
         stacked = checker(periods, ages, params, grid_points)

@@ -1,0 +1,48 @@
+"""Grid points in the working precision, from as few compiled programs as possible.
+
+``jnp.linspace`` compiles one small program per distinct grid size and bound type, about 0.1 s
+each the first time in a process. ``evenly_spaced`` computes any number of lin- and log-spaced
+grids in one jitted call, shared by every model with the same grid sizes. The values are those
+of ``jnp.linspace`` (and ``jnp.exp`` of it for log grids), bit for bit (``tests/test_grids.py``).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+# (kind, start, stop, n_points), kind "linspace" or "logspace".
+Spec = tuple[str, float, float, int]
+
+
+def float_dtype() -> np.dtype:
+    """Return the working float dtype (float64 with ``jax_enable_x64``, else float32)."""
+    return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+
+
+def evenly_spaced(specs: Sequence[Spec]) -> list[jax.Array]:
+    """Return the points of every evenly spaced grid in ``specs``, in one compiled call."""
+    layout = tuple((kind, n_points) for kind, _, _, n_points in specs)
+    bounds = tuple(
+        (start, stop) if kind == "linspace" else (math.log(start), math.log(stop))
+        for kind, start, stop, _ in specs
+    )
+    return list(_evenly_spaced(layout, bounds))
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _evenly_spaced(
+    layout: tuple[tuple[str, int], ...], bounds: tuple[tuple[float, float], ...]
+) -> tuple[jax.Array, ...]:
+    # The bounds are traced arguments, as in an eager ``jnp.linspace`` call: as constants, XLA
+    # would fold the points at compile time and could round them differently.
+    points = []
+    for (kind, n_points), (start, stop) in zip(layout, bounds, strict=True):
+        spaced = jnp.linspace(start, stop, n_points)
+        points.append(spaced if kind == "linspace" else jnp.exp(spaced))
+    return tuple(points)
