@@ -7,6 +7,7 @@ prints one line ``RESULT_MARKER <json>``; the parent collects those lines.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -22,6 +23,21 @@ from pathlib import Path
 from typing import Any
 
 RESULT_MARKER = "BENCHMARK_RESULT"
+
+
+def child_parser(*, description: str, name: str, quick_help: str) -> argparse.ArgumentParser:
+    """Return the parser every benchmark starts from: --json, --quick, --only (and --single)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=Path(f"bld/benchmarks/{name}.json"),
+        help="where to write the results (folder is created)",
+    )
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--only", default="", help="only configurations whose label contains this")
+    parser.add_argument("--single", help=argparse.SUPPRESS)
+    return parser
 
 
 def peak_rss_mib() -> float:

@@ -32,7 +32,6 @@ child as ``os.getloadavg()`` at its start and end).
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import json
@@ -43,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from _measure import (
+    child_parser,
     current_rss_mib,
     emit_result,
     environment,
@@ -509,14 +509,9 @@ Splay: first call = trace + compile + run; warm = further calls (at most --repea
 
 def main(argv: list[str] | None = None) -> int:
     """Run all configurations in subprocesses, print tables and write JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=Path("bld/benchmarks/scaling.json"),
-        help="where to write the results (folder is created)",
+    parser = child_parser(
+        description=__doc__.splitlines()[0], name="scaling", quick_help="smaller models"
     )
-    parser.add_argument("--quick", action="store_true", help="smaller models")
     parser.add_argument("--repeats", type=int, default=5, help="warm calls of the sharded solve")
     parser.add_argument("--splay-repeats", type=int, default=2, help="most warm calls per splay")
     parser.add_argument(
@@ -530,12 +525,10 @@ def main(argv: list[str] | None = None) -> int:
         default="",
         help="comma-separated wealth_batch_size values (default: 0,25,50,100,200,400,1000)",
     )
-    parser.add_argument("--only", default="", help="only configurations whose label contains this")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per subprocess")
     parser.add_argument(
         "--report", type=Path, help="only print the tables of a JSON file this script wrote"
     )
-    parser.add_argument("--single", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.report:

@@ -31,7 +31,6 @@ Benchmark models: ``/work/shared/reference/benchmark_models.md`` (precautionary 
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import importlib
 import json
@@ -46,6 +45,7 @@ from typing import Any
 
 from _measure import (
     CompileEvents,
+    child_parser,
     emit_result,
     environment,
     peak_rss_mib,
@@ -574,21 +574,14 @@ def report(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run all configurations in subprocesses, print tables and write JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=Path("bld/benchmarks/simulate.json"),
-        help="where to write the results (folder is created)",
+    parser = child_parser(
+        description=__doc__.splitlines()[0], name="simulate", quick_help="smaller subject counts"
     )
-    parser.add_argument("--quick", action="store_true", help="smaller subject counts")
     parser.add_argument("--repeats", type=int, default=2, help="warm simulate calls (>= 2)")
     parser.add_argument(
         "--io-repeats", type=int, default=2, help="calls of to_dataframe / save / load (>= 2)"
     )
     parser.add_argument("--tmp-dir", default=None, help="parent folder for saved results")
-    parser.add_argument("--only", default="", help="only configurations whose label contains this")
-    parser.add_argument("--single", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.repeats < 2 or args.io_repeats < 2:
         parser.error("--repeats and --io-repeats must be at least 2")

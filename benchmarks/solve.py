@@ -26,7 +26,6 @@ compile caches are per configuration. Each child measures, for the benchmark mod
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import json
 import os
@@ -36,6 +35,7 @@ from typing import Any
 
 from _measure import (
     CompileEvents,
+    child_parser,
     emit_result,
     environment,
     peak_rss_mib,
@@ -457,14 +457,9 @@ def report(results: list[dict[str, Any]], bars: list[dict[str, Any]]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run all configurations in subprocesses, print tables and write JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--json",
-        type=Path,
-        default=Path("bld/benchmarks/solve.json"),
-        help="where to write the results (folder is created)",
+    parser = child_parser(
+        description=__doc__.splitlines()[0], name="solve", quick_help="only the small sizes"
     )
-    parser.add_argument("--quick", action="store_true", help="only the small sizes")
     parser.add_argument("--repeats", type=int, default=5, help="warm calls per configuration")
     parser.add_argument(
         "--fresh-repeats",
@@ -472,8 +467,6 @@ def main(argv: list[str] | None = None) -> int:
         default=3,
         help="freshly built models solved per configuration after the first",
     )
-    parser.add_argument("--only", default="", help="only configurations whose label contains this")
-    parser.add_argument("--single", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
 
     if args.single:

@@ -215,6 +215,10 @@ class _EvenlySpacedGrid(ContinuousGrid):
         """Return (kind, start, stop, n_points), what ``evenly_spaced`` computes points from."""
         return (self.kind, self.start, self.stop, self.n_points)
 
+    def to_jax(self) -> jnp.ndarray:
+        """Return the points in the working precision (``jnp.linspace``, in logs for log grids)."""
+        return evenly_spaced([self.spec])[0]
+
     @property
     def n_points(self) -> int:
         """Return the number of points."""
@@ -238,10 +242,6 @@ class LinSpacedGrid(_EvenlySpacedGrid):
 
     kind = "linspace"
 
-    def to_jax(self) -> jnp.ndarray:
-        """Return ``jnp.linspace(start, stop, n_points)`` in the working precision."""
-        return evenly_spaced([self.spec])[0]
-
     def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Locate ``x`` in closed form (no search)."""
         del points
@@ -262,10 +262,6 @@ class LogSpacedGrid(_EvenlySpacedGrid):
                 "a LinSpacedGrid or shift the variable so that it is positive."
             )
             raise GridInitializationError(msg)
-
-    def to_jax(self) -> jnp.ndarray:
-        """Return ``exp(linspace(log start, log stop))`` in the working precision."""
-        return evenly_spaced([self.spec])[0]
 
     def locate(self, x: jnp.ndarray, *, points: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Locate the segment in logs; the weight is linear in ``x`` (``x <= 0``: first segment)."""

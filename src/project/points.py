@@ -27,6 +27,8 @@ def float_dtype() -> np.dtype:
 
 def evenly_spaced(specs: Sequence[Spec]) -> list[jax.Array]:
     """Return the points of every evenly spaced grid in ``specs``, in one compiled call."""
+    if not specs:
+        return []
     layout = tuple((kind, n_points) for kind, _, _, n_points in specs)
     bounds = tuple(
         (start, stop) if kind == "linspace" else (math.log(start), math.log(stop))

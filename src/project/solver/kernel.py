@@ -143,8 +143,8 @@ def build_period_kernel(model: Model, *, mesh: Mesh | None = None) -> Kernel:
 
     The same compiled kernel serves every period; in the last one, pass a ``next_value`` of
     zeros (see ``build_q_function``). ``policy`` maps each action to the int32 index of its
-    optimal grid point per state. With a
-    ``mesh``, V and the policy come out sharded along the model's permanent states.
+    optimal grid point per state. With a ``mesh``, V and the policy come out sharded along the
+    model's permanent states.
     """
     q_function = build_q_function(model)
     action_shape = tuple(g.n_points for g in model.actions.values())
