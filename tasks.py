@@ -56,9 +56,8 @@ MODEL_SOURCES = [
     SRC / "errors.py",
 ]
 ENGINE_SOURCES = [
-    *sorted(p for folder in ("model", "solver", "models") for p in (SRC / folder).glob("*.py")),
-    SRC / "grids.py",
-    SRC / "errors.py",
+    *sorted(p for folder in ("model", "solver", "models") for p in (SRC / folder).rglob("*.py")),
+    *(SRC / name for name in ("grids.py", "points.py", "devices.py", "errors.py")),
 ]
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))

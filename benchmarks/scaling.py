@@ -213,11 +213,11 @@ def kernel_memory(model: Any, params: dict[str, Any], solution: Any) -> dict[str
     compiled (``compile_seconds`` is then about a millisecond); the peak RSS is read before.
     """
     import jax.numpy as jnp  # noqa: PLC0415
+    from project.solver.backward import grid_points_of  # noqa: PLC0415
 
     from project.devices import replicate  # noqa: PLC0415
     from project.model.params import validate_params  # noqa: PLC0415
     from project.solver import period_kernels  # noqa: PLC0415
-    from project.solver.backward import grid_points_of  # noqa: PLC0415
 
     if model.n_periods < 2:
         return {"error": "no regular period"}

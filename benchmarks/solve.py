@@ -218,8 +218,9 @@ def default_log_level_timings(build: Any, solve: Any, *, repeats: int) -> dict[s
 
 def transition_check_timings(model: Any, params: dict[str, Any], *, repeats: int) -> dict[str, Any]:
     """Time ``check_transition_probabilities`` (run by solve unless log_level is "off")."""
-    from project.model.params import validate_params  # noqa: PLC0415
     from project.solver.backward import grid_points_of  # noqa: PLC0415
+
+    from project.model.params import validate_params  # noqa: PLC0415
     from project.solver.transitions import check_transition_probabilities  # noqa: PLC0415
 
     validated = validate_params(model=model, params=params)

@@ -1,93 +1,64 @@
-"""The block-wise best-action search equals a plain first argmax over the whole action grid."""
+"""The best-action search: two sweeps (CPU) or blocks (accelerators) equal np.argmax."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project.models import ijrs, precautionary
-from project.solver import choice, solve
+from project.solver.choice import best_choice, first_argmax, running_best
 
 
-def q_table_function(table: jnp.ndarray, names: list[str]):
-    """Return ``q_of(points)`` reading Q from ``table`` at integer-valued action points."""
-
-    def q_of(points: dict[str, jnp.ndarray]) -> jnp.ndarray:
-        grids = jnp.meshgrid(*(points[n] for n in names), indexing="ij")
-        return table[tuple(g.astype(jnp.int32) for g in grids)]
-
-    return q_of
+def tie_heavy_table(shape, seed):
+    """Q with few distinct values (many exact ties), some -inf and a few repeated maxima."""
+    rng = np.random.default_rng(seed)
+    table = rng.integers(0, 4, size=shape).astype(np.float64)
+    table[rng.random(shape) < 0.2] = -np.inf
+    return table
 
 
-def plain_best(table: np.ndarray) -> tuple[float, int]:
-    flat = table.ravel()
-    index = int(np.argmax(flat))
-    return flat[index], index
-
-
-@pytest.mark.parametrize("shape", [(70,), (2, 97), (3, 2, 64), (1000,), (2, 1031)])
-def test_block_search_finds_the_first_argmax(shape):
-    rng = np.random.default_rng(sum(shape))
-    # Few distinct values: many ties, so the *first* argmax is what is tested.
-    table = rng.integers(0, 5, size=shape).astype(np.float64)
-    table[..., -1] = table.max()  # a tie on the padded last point must not win over an earlier one
-    names = [f"a{i}" for i in range(len(shape))]
-    points = {n: jnp.arange(s) * 1.0 for n, s in zip(names, shape, strict=True)}
-    value, index = choice.best_action(
-        q_of=q_table_function(jnp.asarray(table), names), action_points=points
+@pytest.mark.parametrize("shape", [(1,), (7,), (5, 13), (3, 4, 64), (2, 101)])
+@pytest.mark.parametrize("block", [1, 3, 16, 200])
+def test_running_best_finds_the_first_argmax(shape, block):
+    table = jnp.asarray(tie_heavy_table(shape, seed=sum(shape) + block))
+    best, index = jax.jit(
+        lambda t: running_best(lambda i: t[..., i], n_points=shape[-1], block=block)
+    )(table)
+    expected = np.argmax(np.asarray(table), axis=-1)
+    np.testing.assert_array_equal(np.asarray(index), expected)
+    np.testing.assert_array_equal(
+        np.asarray(best), np.take_along_axis(np.asarray(table), expected[..., None], -1)[..., 0]
     )
-    expected_value, expected_index = plain_best(table)
-    assert int(index) == expected_index
-    assert float(value) == expected_value
 
 
-def test_block_search_picks_the_last_point_and_handles_infeasible_and_nan():
-    n = 101  # 11 blocks of 10 with 9 padded copies of the last point
-    names = ["a"]
-    points = {"a": jnp.arange(n) * 1.0}
-    rising = jnp.arange(n) * 1.0
-    value, index = choice.best_action(q_of=q_table_function(rising, names), action_points=points)
-    assert (int(index), float(value)) == (n - 1, n - 1)
+@pytest.mark.parametrize("block", [1, 4])
+def test_all_infeasible_gives_index_zero_and_nan_makes_the_value_nan(block):
+    table = np.full((3, 9), -np.inf)
+    table[1, 4] = 2.0
+    table[2, 6] = np.nan
+    best, index = running_best(lambda i: jnp.asarray(table)[..., i], n_points=9, block=block)
+    assert np.isneginf(best[0]) and index[0] == 0
+    assert best[1] == 2.0 and index[1] == 4
+    assert np.isnan(best[2])
 
-    infeasible = jnp.full(n, -jnp.inf)
-    value, index = choice.best_action(
-        q_of=q_table_function(infeasible, names), action_points=points
+
+def test_the_last_point_wins_when_it_is_the_unique_max():
+    table = jnp.arange(50.0)[None, :]
+    for block in (1, 7, 50):
+        _, index = running_best(lambda i: table[..., i], n_points=50, block=block)
+        assert int(index[0]) == 49
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_first_argmax_equals_numpy_argmax_with_ties_and_nan(axis):
+    table = tie_heavy_table((6, 11), seed=3)
+    table[2, 5] = np.nan
+    table[4, :] = -np.inf
+    np.testing.assert_array_equal(
+        np.asarray(first_argmax(jnp.asarray(table), axis=axis)), np.argmax(table, axis=axis)
     )
-    assert (int(index), float(value)) == (0, -np.inf)
-
-    poisoned = rising.at[37].set(jnp.nan)
-    value, index = choice.best_action(q_of=q_table_function(poisoned, names), action_points=points)
-    assert int(index) == 37
-    assert np.isnan(float(value))
 
 
-@pytest.mark.parametrize(
-    ("module", "sizes"),
-    [
-        (ijrs, {"n_wealth": 40, "n_consumption": 150}),
-        (precautionary, {"n_wealth": 40, "n_consumption": 90}),
-    ],
-)
-def test_blocked_solve_equals_plain_argmax_solve(monkeypatch, module, sizes):
-    params = module.DEFAULT_PARAMS
-    monkeypatch.setattr(choice, "MIN_Q_POINTS_FOR_BLOCKS", 0)
-    blocked = solve(model=module.build_model(**sizes), params=params)
-    monkeypatch.setattr(choice, "MIN_Q_POINTS_FOR_BLOCKS", 10**12)
-    plain = solve(model=module.build_model(**sizes), params=params)
-    for t in range(len(plain.value_function)):
-        np.testing.assert_array_equal(plain.value_function[t], blocked.value_function[t])
-        for action, indices in plain.policy[t].items():
-            np.testing.assert_array_equal(indices, blocked.policy[t][action])
-
-
-def test_only_large_models_use_the_block_search():
-    assert not choice.use_blocks(choice.MIN_Q_POINTS_FOR_BLOCKS - 1)
-    assert choice.use_blocks(choice.MIN_Q_POINTS_FOR_BLOCKS)
-    # IJRS 500 x 2000: 2 x 500 states, 2 x 2000 actions.
-    assert choice.use_blocks(2 * 500 * 2 * 2000)
-    assert not choice.use_blocks(2 * 100 * 2 * 500)
-
-
-def test_block_size_stays_at_most_32_and_skips_short_axes():
-    assert choice.block_size(choice.MIN_POINTS_FOR_BLOCKS - 1) == 0
-    assert choice.block_size(100) == 10
-    assert choice.block_size(20_000) == 32
+def test_best_choice_reads_the_value_through_the_index():
+    q = jnp.asarray([1.0, 3.0, 3.0, -jnp.inf])
+    value, index = best_choice(q)
+    assert float(value) == 3.0 and int(index) == 1

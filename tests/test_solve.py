@@ -17,7 +17,7 @@ from project import (
     solve,
 )
 from project.models import ijrs, lifecycle, precautionary
-from project.solver import choice, period_kernels
+from project.solver import program as program_module
 from project.solver.expectation import ExpectationPlan
 
 
@@ -72,10 +72,10 @@ def assert_solutions_identical(left, right):
             )
 
 
-@pytest.fixture(params=[False, True], ids=["plain_argmax", "block_search"])
+@pytest.fixture(params=[1, 16], ids=["two_sweeps", "blocks"])
 def block_search(request, monkeypatch):
-    """Run a test with the plain argmax and again with the block-wise best-action search."""
-    monkeypatch.setattr(choice, "MIN_Q_POINTS_FOR_BLOCKS", 0 if request.param else 10**12)
+    """Run a test with the CPU search (two sweeps) and the accelerators' (blocks of 16)."""
+    monkeypatch.setattr(program_module, "CPU_ACTION_BLOCK", request.param)
     return request.param
 
 
@@ -187,11 +187,14 @@ def test_law_of_motion_may_use_the_next_stochastic_outcome(x64):
 
 
 @pytest.mark.parametrize("n_periods", [1, 2, 12])
-def test_one_kernel_compiles_once_whatever_the_horizon(n_periods):
+def test_one_program_compiles_once_whatever_the_horizon(n_periods):
     model = precautionary.build_model(n_wealth=20, n_consumption=20, n_periods=n_periods)
     solve(model=model, params=precautionary.DEFAULT_PARAMS)
     solve(model=model, params=dict(precautionary.DEFAULT_PARAMS, beta=0.9))
-    assert period_kernels(model).n_compiled() == 1
+    programs = program_module._PROGRAMS[model]
+    assert len(programs) == 1
+    (program,) = programs.values()
+    assert program._cache_size() == 1
 
 
 def test_float32_by_default_and_float64_with_x64():
@@ -241,11 +244,15 @@ def test_off_log_level_neither_checks_nor_logs(caplog):
     assert caplog.text == ""
 
 
-def test_progress_log_level_reports_every_period(caplog):
+def test_progress_log_level_reports_each_periods_kernel_and_why(caplog):
     model = precautionary.build_model(n_wealth=10, n_consumption=10, n_periods=3)
     with caplog.at_level(logging.INFO, logger="project.solver"):
         solve(model=model, params=precautionary.DEFAULT_PARAMS, log_level="progress")
-    assert [f"Solved period {t}" in caplog.text for t in range(3)] == [True] * 3
+    assert "Periods 0-1 (ages 0-1): shift kernel: next_wealth = a·(wealth - consumption)" in (
+        caplog.text
+    )
+    assert "Period 2 (age 2): shift kernel: the last period reads V = 0" in caplog.text
+    assert "Solved 'precautionary': 3 periods in" in caplog.text
 
 
 def test_states_without_feasible_action_get_minus_inf_and_are_reported(caplog):

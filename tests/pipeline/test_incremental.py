@@ -177,7 +177,7 @@ def test_incremental_contract(serial_build):
     assert baseline["params"]["pension"] == 0.45
 
     # Solver source: the solves rerun; identical outputs stop everything downstream.
-    edit(root / "src/project/solver/kernel.py", '"""', '"""Edited. ')
+    edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
     ran = executed(build(root))
     assert ran == {"task_solve[baseline]", "task_solve[low_pension]"}
 

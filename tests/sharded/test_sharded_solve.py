@@ -13,12 +13,13 @@ from jax.sharding import NamedSharding, PartitionSpec
 
 from project import ModelSpecificationError, solve
 from project.devices import replicate, state_mesh
-from project.model.params import validate_params
+from project.model.params import pack_params, params_on_host
 from project.models import lifecycle
 from project.persist import load_solution, save_solution
 from project.simulation import draw_initial_conditions, simulate
-from project.solver import has_inf, has_nan
-from project.solver.backward import grid_points_of, period_kernels
+from project.solver import grid_points_of, has_inf, has_nan
+from project.solver.plan import plan_for
+from project.solver.program import solve_program
 
 PARAMS = lifecycle.default_params(n_types=4)
 DISTRIBUTION = {
@@ -70,28 +71,20 @@ def test_each_device_holds_only_its_own_type_block(solutions):
     assert all(s.data.shape[0] == 1 for s in sharded.value_function[0].addressable_shards)
 
 
-@pytest.mark.parametrize("last_period", [False, True])
-def test_compiled_kernel_contains_no_collectives(solutions, last_period):
+def test_solve_program_moves_no_value_function_between_devices(solutions):
+    """Only the scalar NaN/Inf flags and params facts are reduced across devices."""
     model, _, sharded = solutions
     mesh = state_mesh(model)
-    kernels = period_kernels(model, mesh=mesh)
-    params, grid_points = replicate(
-        (validate_params(model=model, params=PARAMS), grid_points_of(model)), mesh=mesh
-    )
-    period = model.n_periods - 1 if last_period else 0
-    text = (
-        kernels.kernel.lower(
-            sharded.value_function[min(period + 1, model.n_periods - 1)],
-            params,
-            grid_points,
-            jnp.int32(period),
-            jnp.float32(66.0),
-        )
-        .compile()
-        .as_text()
-    )
-    for collective in ("all-gather", "all-reduce", "all-to-all", "collective-permute"):
+    program = solve_program(plan_for(model), kernels=sharded.kernels, mesh=mesh)
+    flat = replicate(pack_params(params_on_host(model=model, params=PARAMS)), mesh=mesh)
+    text = program.lower(flat, grid_points_of(model, mesh=mesh)).compile().as_text()
+    for collective in ("all-gather", "all-to-all", "collective-permute"):
         assert collective not in text, collective
+    reduced = [line for line in text.splitlines() if " all-reduce(" in line]
+    assert reduced, "the flags are reduced across the type blocks"
+    for line in reduced:
+        shape = line.split("=")[1].split("all-reduce(")[0]
+        assert "[]" in shape or "[1]" in shape or "[2]" in shape or "[3]" in shape, line
 
 
 def test_nan_and_inf_checks_return_replicated_scalars_without_gathering(solutions):

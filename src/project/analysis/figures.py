@@ -16,7 +16,7 @@ from matplotlib.axes import Axes
 from project.analysis import style
 from project.analysis.profiles import lifecycle_profiles
 from project.grids import DiscreteGrid
-from project.solver.backward import Solution
+from project.solver.solution import Solution
 
 N_POLICY_AGES = 4
 """How many ages ``plot_policy_functions`` shows by default (evenly spread over the horizon)."""

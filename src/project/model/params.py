@@ -1,4 +1,4 @@
-"""Check user parameters against a model's template (names and shapes)."""
+"""Check user parameters against a model's template (names and shapes); pack them for a solve."""
 
 from __future__ import annotations
 
@@ -18,6 +18,11 @@ if TYPE_CHECKING:
 
 def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp.ndarray]:
     """Return params as float JAX arrays (working precision) after checking names and shapes."""
+    return {k: jax.device_put(v) for k, v in params_on_host(model=model, params=params).items()}
+
+
+def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """Return params as float NumPy arrays (working precision) after checking names and shapes."""
     template = model.params_template
     missing = sorted(set(template) - set(params))
     extra = sorted(set(params) - set(template))
@@ -32,7 +37,7 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
             f"{list(template)} (see model.params_template)."
         )
         raise ParamsError(msg)
-    converted: dict[str, jnp.ndarray] = {}
+    converted: dict[str, np.ndarray] = {}
     wrong = []
     for key, shape in template.items():
         try:
@@ -46,7 +51,7 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
         if value.shape != shape:
             wrong.append(f"{key}: expected shape {shape}, got {value.shape}")
             continue
-        converted[key] = jax.device_put(value.astype(float_dtype()))
+        converted[key] = value.astype(float_dtype())
     if wrong:
         msg = (
             f"Model {model.name!r}: invalid params: {'; '.join(wrong)}. Give each a number or "
@@ -54,3 +59,18 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
         )
         raise ParamsError(msg)
     return converted
+
+
+def pack_params(values: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Return params (as from ``params_on_host``) as one flat vector, in sorted-name order."""
+    return np.concatenate([np.ravel(values[k]) for k in sorted(values)])
+
+
+def unpack_params(*, model: Model, flat: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return the params dict of a vector made by ``pack_params`` (traceable)."""
+    unpacked, offset = {}, 0
+    for key, shape in sorted(model.params_template.items()):
+        size = int(np.prod(shape, dtype=int))
+        unpacked[key] = flat[offset : offset + size].reshape(shape)
+        offset += size
+    return unpacked

@@ -27,7 +27,7 @@ from project.devices import state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
-from project.solver.backward import Solution
+from project.solver.solution import Solution
 
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
 
@@ -100,13 +100,11 @@ def load_solution(
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
         raise CheckpointError(msg) from error
     n_periods = model.n_periods
-    return Solution(
+    return Solution.from_periods(
         model=model,
-        params={k: jnp.asarray(v) for k, v in metadata["params"].items()},
-        value_function=tuple(jnp.asarray(tree["value_function"][str(t)]) for t in range(n_periods)),
-        policy=tuple(
-            {a: jnp.asarray(i) for a, i in tree["policy"][str(t)].items()} for t in range(n_periods)
-        ),
+        params={k: np.asarray(v) for k, v in metadata["params"].items()},
+        value_function=[tree["value_function"][str(t)] for t in range(n_periods)],
+        policy=[tree["policy"][str(t)] for t in range(n_periods)],
     )
 
 

@@ -33,11 +33,12 @@ from project.points import float_dtype as working_float_dtype
 from project.simulation.initial import _subjects, validate_initial_conditions
 from project.simulation.keys import draw_category, subject_keys
 from project.simulation.result import SimulationResult
-from project.solver.backward import Solution, grid_points_of
 from project.solver.checks import check_log_level
 from project.solver.choice import best_choice
 from project.solver.expectation import ExpectationPlan, prepare_next_value
-from project.solver.kernel import build_q_function
+from project.solver.q import build_q_function
+from project.solver.solution import Solution
+from project.solver.solve import grid_points_of
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.simulation")
@@ -53,7 +54,7 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     It returns (actions, value, next states) for a chunk of subjects.
     """
     plan = ExpectationPlan.for_model(model)
-    q_function = build_q_function(model)
+    q_function = build_q_function(model, continuation=not terminal)
     action_shape = tuple(g.n_points for g in model.actions.values())
     stochastic = list(model.stochastic_transitions)
     probabilities = compose(model, [transition_target(s) for s in stochastic])

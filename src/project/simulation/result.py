@@ -18,7 +18,7 @@ import pandas as pd
 from project.errors import ModelSpecificationError
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
-from project.solver.backward import Solution
+from project.solver.solution import Solution
 from project.solver.sweep import compose
 
 TARGET_CHUNK_ROWS = 262_144

@@ -1,6 +1,7 @@
-"""Backward-induction solve: period kernels, interpolation, expectation, splay and checks."""
+"""Backward-induction solve: plan, kernels (general, shift, lattice), one program, checks."""
 
-from project.solver.backward import Solution, period_kernels, solve
 from project.solver.checks import has_inf, has_nan
+from project.solver.solution import Solution
+from project.solver.solve import grid_points_of, solve
 
-__all__ = ["Solution", "has_inf", "has_nan", "period_kernels", "solve"]
+__all__ = ["Solution", "grid_points_of", "has_inf", "has_nan", "solve"]

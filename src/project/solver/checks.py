@@ -1,7 +1,9 @@
-"""NaN/Inf checks as jitted reductions that return one scalar and never gather V.
+"""NaN/Inf checks: reductions inside the solve program, read back once per solve.
 
-Under sharding the reductions run where the shards live and return a replicated scalar; only
-that scalar reaches the host.
+``value_flags`` runs inside the program for every period (under sharding the reductions run
+where the shards live; only the small flags array leaves the devices). ``report_flags`` reads
+them with one transfer and, only when a period failed, computes the diagnosis: where the NaNs
+sit in V and in Q.
 """
 
 from __future__ import annotations
@@ -34,16 +36,15 @@ def has_inf(x: jnp.ndarray) -> jnp.ndarray:
     return jnp.isinf(x).any()
 
 
-@jax.jit
-def count_infeasible(x: jnp.ndarray) -> jnp.ndarray:
-    """Return the number of -inf entries (states without a feasible action)."""
-    return jnp.sum(jnp.isneginf(x))
-
-
-@jax.jit
-def count_positive_inf(x: jnp.ndarray) -> jnp.ndarray:
-    """Return the number of +inf entries."""
-    return jnp.sum(jnp.isposinf(x))
+def value_flags(value: jnp.ndarray) -> jnp.ndarray:
+    """Return int32 [any NaN, number of +inf, number of -inf] of one period's V (traceable)."""
+    return jnp.stack(
+        [
+            jnp.isnan(value).any().astype(jnp.int32),
+            jnp.sum(jnp.isposinf(value), dtype=jnp.int32),
+            jnp.sum(jnp.isneginf(value), dtype=jnp.int32),
+        ]
+    )
 
 
 def check_log_level(log_level: str) -> None:
@@ -65,39 +66,37 @@ def nan_locations(x: jnp.ndarray, *, axis_names: tuple[str, ...], limit: int = 5
     return "; ".join(parts)
 
 
-def validate_value_function(
+def report_flags(
+    flags: np.ndarray,
     *,
-    value: jnp.ndarray,
-    period: int,
-    state_names: tuple[str, ...],
     log_level: str,
-    describe_actions: Callable[[], str] | None = None,
+    describe: Callable[[int], str],
 ) -> None:
-    """Check V of one period according to ``log_level`` ("off" does nothing and never syncs)."""
-    if log_level == "off":
-        return
-    nan = bool(has_nan(value))
-    n_positive_inf = int(count_positive_inf(value)) if bool(has_inf(value)) else 0
-    n_infeasible = int(count_infeasible(value)) if bool(has_inf(value)) else 0
-    if n_infeasible:
+    """Warn about (or, at "debug", raise for) the periods whose V failed a check.
+
+    ``flags`` holds ``value_flags`` per period; ``describe(period)`` returns the diagnosis of a
+    failed period (where the NaNs are in V and Q), and is only called at "debug".
+    """
+    for period in np.flatnonzero(flags[:, 2]):
         logger.warning(
-            "Period %d: %d states have no feasible action (V = -inf).", period, n_infeasible
+            "Period %d: %d states have no feasible action (V = -inf).",
+            period,
+            flags[period, 2],
         )
-    if not nan and not n_positive_inf:
-        return
-    what = "NaN" if nan else "+inf"
-    if log_level == "debug":
-        where = nan_locations(value, axis_names=state_names) if nan else ""
-        actions = describe_actions() if (nan and describe_actions is not None) else ""
-        msg = (
-            f"The value function of period {period} contains {what} values. States: {where}. "
-            f"{actions} Check the utility and laws of motion there (logs of non-positive "
-            "numbers, divisions by zero, params) and the grids' bounds."
+    failed = np.flatnonzero(flags[:, 0] | (flags[:, 1] > 0))
+    for period in failed[::-1]:  # backward induction: the last failed period is the source
+        what = "NaN" if flags[period, 0] else "+inf"
+        if log_level == "debug":
+            msg = (
+                f"The value function of period {period} contains {what} values. "
+                f"{describe(int(period)) if flags[period, 0] else ''} Check the utility and "
+                "laws of motion there (logs of non-positive numbers, divisions by zero, params) "
+                "and the grids' bounds."
+            )
+            raise InvalidValueFunctionError(msg)
+        logger.warning(
+            "Period %d: the value function contains %s values; continuing. Solve with "
+            "log_level='debug' to locate them.",
+            period,
+            what,
         )
-        raise InvalidValueFunctionError(msg)
-    logger.warning(
-        "Period %d: the value function contains %s values; continuing. Solve with "
-        "log_level='debug' to locate them.",
-        period,
-        what,
-    )

@@ -1,91 +1,180 @@
-"""Pick the best action per state: the max of Q over the action grid and its first argmax.
+"""Pick the best action: a running maximum over the loop action, then the other actions.
 
-A plain ``argmax`` over a long action axis is slow on CPU: XLA emits the (value, index) pair
-reduction as a scalar loop and materialises Q for it. ``best_action`` splits the last action
-axis into blocks instead: one fused, vectorised ``max`` per block (Q is never stored), an
-``argmax`` over the few block maxima, and Q recomputed on the winning block only, where the
-first argmax is read. The result is the first argmax of Q over the whole grid, as before.
-
-The block search compiles a second copy of the Q computation (about 0.3 s more XLA compile on
-a 2-core CPU) and saves about half of each period's run time, so ``solve`` uses it only when Q
-has at least ``MIN_Q_POINTS_FOR_BLOCKS`` points per period (IJRS 500 x 2000: 21 instead of
-46 ms per period); smaller models compile faster with the plain argmax.
+Every kernel hands ``running_best`` a function giving Q for loop-action indices (vectorised over
+everything else). The search keeps one value per state, so Q is never stored whole and memory
+does not grow with the action grid. ``finish`` then applies the
+discrete constraints, expands folded state axes and picks the best of the other actions. Ties go
+to the first action in the model's flat action order, as ``jnp.argmax`` over the whole product
+would; a NaN in Q makes V NaN (so the checks see it).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-# Below this many Q points per period (states x actions), the plain argmax compiles faster by
-# more than the block search saves at run time.
-MIN_Q_POINTS_FOR_BLOCKS = 2**20
-# Below this many points on the last action axis, one plain argmax is cheaper than blocks.
-MIN_POINTS_FOR_BLOCKS = 64
-# XLA:CPU splits reductions over more than 32 elements into a reduce-window and a reduce, and
-# then stores Q in full between the two; blocks of at most 32 keep Q fused into the block max
-# (IJRS 500 x 2000: 21 instead of 46 ms per regular period).
-MAX_BLOCK = 32
+from project.solver.plan import SolvePlan
+from project.solver.sweep import compose, sweep
+
+# Loop steps unrolled per iteration on CPU (amortises the loop's own overhead).
+UNROLL = 4
+
+
+def running_best(
+    q_of_indices: Callable[[jnp.ndarray], jnp.ndarray], *, n_points: int, block: int
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return (max Q, int32 first argmax) over ``n_points`` loop-action points.
+
+    ``q_of_indices(indices)`` returns Q for the loop-action points ``indices`` (a 1-D array)
+    along its last axis. With ``block == 1`` (CPU) the search is two sweeps over the points,
+    each one fused, vectorised update per point:
+
+    1. the running maximum V;
+    2. the first point whose Q reaches V (the same Q expression, so the same bits).
+
+    A joint (max, argmax) update would not do: XLA:CPU splits it into two loops over the
+    states that both recompute Q and store its inputs in between (3x slower). Larger blocks
+    (accelerators) evaluate Q on whole blocks and keep (max, first argmax) across blocks.
+    A NaN in Q makes V NaN (and its policy index 0).
+    """
+    if block > 1:
+        return _blocks(q_of_indices, n_points=n_points, block=block)
+    shape = jax.eval_shape(q_of_indices, jnp.zeros((1,), dtype=jnp.int32))
+    unroll = min(UNROLL, n_points)
+
+    def q_at(j: jnp.ndarray) -> jnp.ndarray:
+        return q_of_indices(j[None])[..., 0]
+
+    def raise_best(j: jnp.ndarray, best: jnp.ndarray) -> jnp.ndarray:
+        return jnp.maximum(best, q_at(j))
+
+    lowest = jnp.full(shape.shape[:-1], -jnp.inf, dtype=shape.dtype)
+    best = jax.lax.fori_loop(0, n_points, raise_best, lowest, unroll=unroll)
+
+    def find_first(j: jnp.ndarray, index: jnp.ndarray) -> jnp.ndarray:
+        return jnp.where((index < 0) & (q_at(j) >= best), j, index)
+
+    unset = jnp.full(shape.shape[:-1], -1, dtype=jnp.int32)
+    index = jax.lax.fori_loop(0, n_points, find_first, unset, unroll=unroll)
+    return best, jnp.maximum(index, 0)
+
+
+def _blocks(
+    q_of_indices: Callable[[jnp.ndarray], jnp.ndarray], *, n_points: int, block: int
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return (max, first argmax), evaluating Q on blocks of ``block`` points at a time."""
+    block = min(block, n_points)
+    n_blocks = -(-n_points // block)
+    offsets = jnp.arange(block, dtype=jnp.int32)
+
+    def block_best(b: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+        q = q_of_indices(jnp.minimum(b * block + offsets, n_points - 1))
+        local = first_argmax(q, axis=-1)
+        value = jnp.take_along_axis(q, local[..., None], axis=-1)[..., 0]
+        return value, (b * block + local).astype(jnp.int32)
+
+    if n_blocks == 1:
+        return block_best(jnp.int32(0))
+
+    def body(b: jnp.ndarray, carry: tuple[jnp.ndarray, jnp.ndarray]) -> Any:
+        best, index = carry
+        value, position = block_best(b)
+        better = (value > best) | (jnp.isnan(value) & ~jnp.isnan(best))
+        return jnp.where(better, value, best), jnp.where(better, position, index)
+
+    return jax.lax.fori_loop(1, n_blocks, body, block_best(jnp.int32(0)))
+
+
+def finish(
+    plan: SolvePlan,
+    *,
+    best: jnp.ndarray,
+    index: jnp.ndarray,
+    env: dict[str, Any],
+    grid_points: dict[str, jnp.ndarray],
+) -> tuple[jnp.ndarray, dict[str, jnp.ndarray]]:
+    """Return V and the policy from per-(swept state, other action) maxima over the loop action.
+
+    ``best`` and ``index`` have the swept states' axes (model order), then the other actions'
+    axes. ``env`` holds params, period and age.
+    """
+    model = plan.model
+    expand = tuple(model.state_names.index(s) for s in plan.folded_states)
+    best, index = jnp.expand_dims(best, expand), jnp.expand_dims(index, expand)
+    if plan.discrete_constraints:
+        feasible = _discrete_feasibility(plan, env=env, grid_points=grid_points)
+        best = jnp.where(feasible, best, -jnp.inf)
+        index = jnp.where(feasible, index, 0)
+    other_shape = tuple(model.actions[a].n_points for a in plan.other_actions)
+    full = (*plan.state_shape, *other_shape)
+    best, index = jnp.broadcast_to(best, full), jnp.broadcast_to(index, full)
+    if plan.loop_action is None:
+        return best, {}
+    if not plan.other_actions:
+        return best, {plan.loop_action: index}
+    flat_best = best.reshape(*plan.state_shape, -1)
+    flat_index = index.reshape(*plan.state_shape, -1)
+    value = jnp.max(flat_best, axis=-1)
+    others = jnp.unravel_index(jnp.arange(flat_best.shape[-1]), other_shape)
+    per_action = dict(zip(plan.other_actions, others, strict=True))
+    per_action[plan.loop_action] = flat_index
+    action_shape = tuple(g.n_points for g in model.actions.values())
+    order = jnp.ravel_multi_index(
+        tuple(jnp.broadcast_to(per_action[a], flat_index.shape) for a in model.action_names),
+        action_shape,
+        mode="clip",
+    )
+    ties = jnp.where(flat_best == value[..., None], order, jnp.iinfo(jnp.int32).max)
+    chosen = jnp.argmin(ties, axis=-1)
+    flat_choice = jnp.take_along_axis(order, chosen[..., None], axis=-1)[..., 0]
+    flat_choice = jnp.where(jnp.isnan(value), 0, flat_choice)
+    positions = jnp.unravel_index(flat_choice, action_shape)
+    policy = {
+        a: p.astype(jnp.int32).reshape(plan.state_shape)
+        for a, p in zip(model.action_names, positions, strict=True)
+    }
+    return value, policy
+
+
+def _discrete_feasibility(
+    plan: SolvePlan, *, env: dict[str, Any], grid_points: dict[str, jnp.ndarray]
+) -> jnp.ndarray:
+    """Return the discrete constraints on (states, other actions); continuous axes have size 1."""
+    model = plan.model
+    check = compose(model, list(plan.discrete_constraints))
+    names = [*model.state_names, *plan.other_actions]
+    grids = model.states | model.actions
+    axes = [
+        (n, grid_points[n] if grids[n].is_discrete else grid_points[n][:1], 0, False) for n in names
+    ]
+
+    def feasible(values: dict[str, jnp.ndarray], _: Any) -> jnp.ndarray:
+        out = check(env | values)
+        result = jnp.asarray(True)
+        for constraint in plan.discrete_constraints:
+            result = result & out[constraint]
+        return result
+
+    return sweep(feasible, axes)
+
+
+def first_argmax(x: jnp.ndarray, *, axis: int) -> jnp.ndarray:
+    """Return the int32 index of the first maximum along ``axis`` (the first NaN, if any).
+
+    Equal to ``jnp.argmax``, but as a max reduction and a min reduction of positions, which
+    XLA:CPU vectorises; it runs ``argmax``'s joint (value, index) reduction as a scalar loop.
+    """
+    best = jnp.max(x, axis=axis, keepdims=True)
+    hit = (x == best) | jnp.isnan(x)
+    positions = jax.lax.broadcasted_iota(jnp.int32, x.shape, axis % x.ndim)
+    first = jnp.min(jnp.where(hit, positions, x.shape[axis]), axis=axis)
+    return jnp.minimum(first, x.shape[axis] - 1)
 
 
 def best_choice(q: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Return (max, first argmax) of a flat Q, reading the max through the index.
-
-    Reading the max through the index keeps splayed and unsplayed solves value-identical: a
-    separately fused ``jnp.max`` may round Q differently in the last bit.
-    """
-    index = jnp.argmax(q)
-    return q[index], index.astype(jnp.int32)
-
-
-def use_blocks(n_q_points: int) -> bool:
-    """Return whether a model with ``n_q_points`` Q points per period uses the block search."""
-    return n_q_points >= MIN_Q_POINTS_FOR_BLOCKS
-
-
-def block_size(n_points: int) -> int:
-    """Return the block length for an action axis of ``n_points`` (0: do not split it)."""
-    if n_points < MIN_POINTS_FOR_BLOCKS:
-        return 0
-    return min(MAX_BLOCK, math.isqrt(n_points - 1) + 1)
-
-
-def best_action(
-    *,
-    q_of: Callable[[dict[str, jnp.ndarray]], jnp.ndarray],
-    action_points: Mapping[str, jnp.ndarray],
-    blocks: bool = True,
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Return (max Q, flat int32 index of its first argmax) over the product of ``action_points``.
-
-    ``q_of(points)`` returns Q on the product of the given points per action (in the order of
-    ``action_points``). With ``blocks=False``, or a short last action axis, Q is searched with
-    one plain argmax. Otherwise the last action axis is padded with copies of its last point to
-    whole blocks; a copy never wins because the first argmax prefers the original.
-    """
-    names = list(action_points)
-    if not names:
-        return best_choice(q_of({}).ravel())
-    last = names[-1]
-    points = action_points[last]
-    n_points = points.shape[0]
-    size = block_size(n_points) if blocks else 0
-    if not size:
-        return best_choice(q_of(dict(action_points)).ravel())
-    n_blocks = -(-n_points // size)
-    padded = jnp.concatenate([points, jnp.repeat(points[-1:], n_blocks * size - n_points)])
-    q = q_of({**action_points, last: padded})
-    rest_shape = q.shape[:-1]
-    block_max = q.reshape(*rest_shape, n_blocks, size).max(axis=-1)
-    *rest_index, block = jnp.unravel_index(jnp.argmax(block_max.ravel()), block_max.shape)
-    start = block * size
-    chosen = {a: action_points[a][i][None] for a, i in zip(names[:-1], rest_index, strict=True)}
-    chosen[last] = jax.lax.dynamic_slice(padded, (start,), (size,))
-    value, offset = best_choice(q_of(chosen).ravel())
-    flat_index = jnp.ravel_multi_index(
-        (*rest_index, start + offset), (*rest_shape, n_points), mode="clip"
-    )
-    return value, flat_index.astype(jnp.int32)
+    """Return (max, int32 first argmax) of a flat Q, reading the max through the index."""
+    index = first_argmax(q, axis=-1)
+    return q[index], index

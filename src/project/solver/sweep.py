@@ -17,9 +17,16 @@ def compose(model: Model, targets: list[str]) -> Callable[[Mapping[str, Any]], d
     """Compose ``targets`` with dags; the result takes one dict of all available inputs."""
     if not targets:
         return lambda env: {}
-    func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
-    arguments = tuple(inspect.signature(func).parameters)
+    func, arguments = composed_function(model, targets)
     return lambda env: func(**{a: env[a] for a in arguments})
+
+
+def composed_function(
+    model: Model, targets: list[str]
+) -> tuple[Callable[..., dict[str, Any]], tuple[str, ...]]:
+    """Return ``targets`` composed with dags (keyword arguments) and its argument names."""
+    func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
+    return func, tuple(inspect.signature(func).parameters)
 
 
 def sweep(

@@ -1,13 +1,12 @@
 """Check stochastic transitions on the grid: probabilities non-negative and summing to one.
 
 Each transition is evaluated only on the grids of the states and actions it depends on, for
-every period at once, and reduced on the device to one row per period.
+every period at once, and reduced on the device to one row per period. ``transition_stats`` is
+traced inside the per-(model, params) facts program (``facts.py``), which runs once per params.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -19,44 +18,38 @@ from project.model.spec import Model, transition_target
 from project.points import float_dtype
 from project.solver.sweep import compose, sweep
 
-_CHECKERS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+
+def transition_inputs(model: Model, state: str) -> list[str]:
+    """Return the states and actions the transition of ``state`` depends on."""
+    ancestors = model.ancestors(transition_target(state))
+    return [n for n in (model.states | model.actions) if n in ancestors]
 
 
-def _probability_checker(model: Model, state: str) -> Callable[..., Any]:
-    """Return the jitted (periods, ages, params, grid_points) -> probabilities, built once."""
-    checkers = _CHECKERS.setdefault(model, {})
-    if state not in checkers:
-        target = transition_target(state)
-        inputs = [n for n in (model.states | model.actions) if n in model.ancestors(target)]
-        probabilities = compose(model, [target])
-
-        def stacked(periods, ages, params, grid_points):  # noqa: ANN001, ANN202
-            def per_period(period, age):  # noqa: ANN001, ANN202
-                env = {**params, "period": period, "age": age}
-                axes = [(n, grid_points[n], 0, False) for n in inputs]
-                return sweep(lambda values, _: probabilities(env | values)[target], axes)
-
-            return jax.vmap(per_period)(periods, ages)
-
-        checkers[state] = (jax.jit(stacked), inputs)
-    return checkers[state]
-
-
-def check_transition_probabilities(
-    *,
+def transition_stats(
     model: Model,
+    *,
     params: dict[str, jnp.ndarray],
     grid_points: dict[str, jnp.ndarray],
-) -> None:
-    """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
-    tolerance = 1e-10 if float_dtype() == np.float64 else 1e-5
-    periods = jnp.arange(model.n_periods, dtype=jnp.int32)
-    ages = jax.device_put(np.asarray(model.ages, dtype=float_dtype()))
+    periods: jnp.ndarray,
+    ages: jnp.ndarray,
+) -> dict[str, tuple[jnp.ndarray, jnp.ndarray]]:
+    """Return, per stochastic state, the smallest probability and largest |sum - 1| per period.
+
+    Raises ``ModelSpecificationError`` (at trace time) when a transition returns the wrong number
+    of probabilities.
+    """
+    stats = {}
     for state in model.stochastic_transitions:
-        checker, inputs = _probability_checker(model, state)
-        stacked = checker(periods, ages, params, grid_points)
+        target = transition_target(state)
+        probabilities = compose(model, [target])
+        inputs = transition_inputs(model, state)
+
+        def per_period(period, age, probabilities=probabilities, inputs=inputs, target=target):  # noqa: ANN001, ANN202
+            env = {**params, "period": period, "age": age}
+            axes = [(n, grid_points[n], 0, False) for n in inputs]
+            return sweep(lambda values, _: probabilities(env | values)[target], axes)
+
+        stacked = jax.vmap(per_period)(periods, ages)
         n_categories = model.states[state].n_points
         if stacked.shape[-1] != n_categories:
             msg = (
@@ -65,12 +58,22 @@ def check_transition_probabilities(
                 "categories. Return one probability per category."
             )
             raise ModelSpecificationError(msg)
-        flat = stacked.reshape(model.n_periods, -1, n_categories)
-        lowest = np.asarray(jnp.min(flat, axis=(1, 2)))
-        worst_sum = np.asarray(jnp.max(jnp.abs(flat.sum(axis=-1) - 1.0), axis=1))
+        flat = stacked.reshape(periods.shape[0], -1, n_categories)
+        lowest = jnp.min(flat, axis=(1, 2))
+        worst_sum = jnp.max(jnp.abs(flat.sum(axis=-1) - 1.0), axis=1)
+        stats[state] = (lowest, worst_sum)
+    return stats
+
+
+def raise_for_invalid_transitions(model: Model, *, stats: dict[str, tuple[Any, Any]]) -> None:
+    """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
+    tolerance = 1e-10 if float_dtype() == np.float64 else 1e-5
+    for state, (low, worst) in stats.items():
+        lowest, worst_sum = np.asarray(low), np.asarray(worst)
         bad = np.flatnonzero(~(lowest >= -tolerance) | ~(worst_sum <= tolerance))
         if bad.size:
             period = int(bad[0])
+            inputs = transition_inputs(model, state)
             msg = (
                 f"Model {model.name!r}: the transition probabilities of state {state!r} in "
                 f"period {period} (age {model.ages[period]:g}) are invalid: smallest "

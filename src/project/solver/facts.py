@@ -1,0 +1,137 @@
+"""Facts about a model at given params: the savings slope and the transition check.
+
+Two things depend on the params rather than on the model alone:
+
+- whether the slope ``a`` of the savings law of motion is exactly 1 in a period (``r = 0``),
+  which the shift kernel needs (``plan.Structure``);
+- whether the transition probabilities are non-negative and sum to one.
+
+Both are computed inside the solve program (``program_facts``, a few reductions) and come back
+with the NaN/Inf flags in the solve's one transfer, so they cost no extra compile or sync. The
+host remembers, per (model, params fingerprint), the slope pattern and that the transitions
+passed, so a repeated solve picks its kernels right away and checks transitions once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project.model.spec import Model
+from project.solver.plan import SolvePlan
+from project.solver.sweep import compose, sweep
+from project.solver.transitions import transition_stats
+
+# Fingerprints remembered per model (least recently used dropped first).
+MAX_CACHED_PARAMS = 64
+
+
+@dataclass(frozen=True)
+class KnownFacts:
+    """What earlier solves established for one (model, params)."""
+
+    unit_slope: tuple[bool, ...] | None
+    transitions_valid: bool
+
+
+_KNOWN: weakref.WeakKeyDictionary[Model, OrderedDict[str, KnownFacts]] = weakref.WeakKeyDictionary()
+_LAST_SLOPES: weakref.WeakKeyDictionary[Model, tuple[bool, ...]] = weakref.WeakKeyDictionary()
+
+
+def fingerprint(flat_params: np.ndarray) -> str:
+    """Return a digest of packed params (dtype and bytes)."""
+    digest = hashlib.blake2b(str(flat_params.dtype).encode(), digest_size=16)
+    digest.update(np.ascontiguousarray(flat_params).tobytes())
+    return digest.hexdigest()
+
+
+def known_facts(model: Model, *, key: str) -> KnownFacts | None:
+    """Return what earlier solves of these params established, if any."""
+    cache = _KNOWN.get(model)
+    if cache is None or key not in cache:
+        return None
+    cache.move_to_end(key)
+    return cache[key]
+
+
+def remember_facts(model: Model, *, key: str, facts: KnownFacts) -> None:
+    """Remember the facts of these params (and the slope pattern as the next guess)."""
+    cache = _KNOWN.setdefault(model, OrderedDict())
+    cache[key] = facts
+    while len(cache) > MAX_CACHED_PARAMS:
+        cache.popitem(last=False)
+    if facts.unit_slope is not None:
+        _LAST_SLOPES[model] = facts.unit_slope
+
+
+def slope_guess(model: Model) -> tuple[bool, ...]:
+    """Return the slope pattern to assume for unseen params: the last one seen, else all 1."""
+    return _LAST_SLOPES.get(model, (True,) * model.n_periods)
+
+
+def needs_slope_probe(plan: SolvePlan) -> bool:
+    """Return whether the shift kernel's slope must be checked per (params, period)."""
+    return plan.structure.kind == "shift" and not plan.structure.unit_slope
+
+
+def program_facts(
+    plan: SolvePlan,
+    *,
+    params: dict[str, jnp.ndarray],
+    grid_points: dict[str, jnp.ndarray],
+    periods: jnp.ndarray,
+    ages: jnp.ndarray,
+) -> dict[str, Any]:
+    """Return the facts computed inside the solve program (traceable).
+
+    ``unit_slope``: per period, whether d next_w / d w == 1 in every discrete context (only
+    when ``needs_slope_probe``); ``transitions``: per stochastic state, the smallest
+    probability and the largest |sum - 1| per period.
+    """
+    facts: dict[str, Any] = {
+        "transitions": transition_stats(
+            plan.model, params=params, grid_points=grid_points, periods=periods, ages=ages
+        )
+    }
+    if needs_slope_probe(plan):
+        facts["unit_slope"] = jax.vmap(
+            lambda period, age: _slope_is_one(
+                plan, params=params, grid_points=grid_points, period=period, age=age
+            )
+        )(periods, ages)
+    return facts
+
+
+def _slope_is_one(
+    plan: SolvePlan,
+    *,
+    params: dict[str, jnp.ndarray],
+    grid_points: dict[str, jnp.ndarray],
+    period: jnp.ndarray,
+    age: jnp.ndarray,
+) -> jnp.ndarray:
+    """Return whether d next_w / d w is exactly 1 in every discrete context."""
+    model = plan.model
+    state, action = plan.structure.state, plan.structure.action
+    law = compose(model, [f"next_{state}"])
+    ancestors = model.ancestors(f"next_{state}")
+    grids = model.states | model.actions
+    inputs = [n for n, g in grids.items() if g.is_discrete and n in ancestors]
+    env = {**params, "period": period, "age": age, action: grid_points[action][0]}
+    start = grid_points[state][0]
+
+    def slope(values: dict[str, jnp.ndarray], _: Any) -> jnp.ndarray:
+        def next_state(w: jnp.ndarray) -> jnp.ndarray:
+            return law(env | values | {state: w})[f"next_{state}"]
+
+        return jax.jvp(next_state, (start,), (jnp.ones_like(start),))[1]
+
+    slopes = sweep(slope, [(n, grid_points[n], 0, False) for n in inputs])
+    return jnp.all(slopes == 1)

@@ -1,0 +1,221 @@
+"""Plan a solve from the model alone: which action to loop over, what to fold, which structure.
+
+Every kernel evaluates Q for one block of the *loop action* at a time (the last continuous
+action, else the last action), vectorised over all states and the other actions, and keeps a
+running maximum and first argmax: Q is never stored whole. The plan also decides:
+
+- *discrete constraints*: constraints on discrete states, discrete actions, age and params only.
+  They are applied once per period to the per-action maxima, not to every (state, action) pair;
+- *folded states*: discrete states that appear in discrete constraints only (a lagged retirement
+  status that just restricts the retirement choice). The kernels never sweep their axis: V is
+  the maximum over the discrete actions those constraints allow, expanded along the axis;
+- the *structure*: a continuous state whose law of motion has the savings form
+  ``a·(w - c) + b`` (proved in ``structure.py``) lets the ``lattice`` and ``shift`` kernels
+  replace per-pair interpolation by windows into one precomputed row per discrete context.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from project.grids import Grid, LinSpacedGrid
+from project.model.spec import RESERVED_ARGUMENTS, Model, transition_target
+from project.points import float_dtype
+from project.solver.expectation import ExpectationPlan
+from project.solver.structure import SavingsProof, prove_savings_form
+from project.solver.sweep import composed_function
+
+# Steps whose ratio is within this relative distance of a whole number are commensurate.
+STEP_RATIO_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Structure:
+    """The exact structure the structure kernels exploit, or why the model lacks it.
+
+    ``kind`` is "lattice" (savings form on commensurate evenly spaced grids, any slope),
+    "shift" (savings form on an evenly spaced state grid: needs slope a == 1, which
+    ``unit_slope`` says holds for all params, else it is checked per (params, period)), or None.
+    """
+
+    kind: str | None
+    reason: str
+    state: str | None = None
+    action: str | None = None
+    unit_slope: bool = False
+    step_ratio: int = 0
+
+
+@dataclass(frozen=True)
+class SolvePlan:
+    """Static facts about a model that every kernel and the program builder share."""
+
+    model: Model
+    loop_action: str | None
+    other_actions: tuple[str, ...]
+    folded_states: tuple[str, ...]
+    swept_states: tuple[str, ...]
+    loop_constraints: tuple[str, ...]
+    discrete_constraints: tuple[str, ...]
+    expectation: ExpectationPlan
+    structure: Structure
+
+    @property
+    def state_shape(self) -> tuple[int, ...]:
+        """Return V's shape (one axis per state, in the model's order)."""
+        return tuple(g.n_points for g in self.model.states.values())
+
+
+_PLANS: weakref.WeakKeyDictionary[Model, SolvePlan] = weakref.WeakKeyDictionary()
+
+
+def plan_for(model: Model) -> SolvePlan:
+    """Return the model's plan, derived once per model object."""
+    if model not in _PLANS:
+        _PLANS[model] = _derive(model)
+    return _PLANS[model]
+
+
+def _derive(model: Model) -> SolvePlan:
+    continuous = {n for n, g in (model.states | model.actions).items() if not g.is_discrete}
+    discrete_constraints = tuple(
+        c for c in model.constraints if not model.ancestors(c) & continuous
+    )
+    loop_constraints = tuple(c for c in model.constraints if c not in discrete_constraints)
+    used: set[str] = set()
+    for target in ("utility", *loop_constraints, *_transition_targets(model)):
+        used |= model.ancestors(target)
+    folded = tuple(
+        s
+        for s, g in model.states.items()
+        if g.is_discrete and s not in used and s not in model.permanent_states
+    )
+    loop_action = _loop_action(model)
+    return SolvePlan(
+        model=model,
+        loop_action=loop_action,
+        other_actions=tuple(a for a in model.actions if a != loop_action),
+        folded_states=folded,
+        swept_states=tuple(s for s in model.states if s not in folded),
+        loop_constraints=loop_constraints,
+        discrete_constraints=discrete_constraints,
+        expectation=ExpectationPlan.for_model(model),
+        structure=_structure(model),
+    )
+
+
+def _transition_targets(model: Model) -> list[str]:
+    """Return every law of motion and transition-probability target."""
+    return [f"next_{s}" for s in model.deterministic_states] + [
+        transition_target(s) for s in model.stochastic_transitions
+    ]
+
+
+def _loop_action(model: Model) -> str | None:
+    continuous = [a for a, g in model.actions.items() if not g.is_discrete]
+    if continuous:
+        return continuous[-1]
+    return model.action_names[-1] if model.actions else None
+
+
+def _structure(model: Model) -> Structure:
+    obstacle, proof = _obstacle(model)
+    if obstacle:
+        return Structure(kind=None, reason=obstacle)
+    (state,) = [s for s, g in model.states.items() if not g.is_discrete]
+    (action,) = [a for a, g in model.actions.items() if not g.is_discrete]
+    ratio = _step_ratio(model.states[state], model.actions[action])
+    law = f"next_{state} = a·({state} - {action}) + b"
+    common = {"state": state, "action": action, "unit_slope": proof.unit_slope}
+    if ratio:
+        return Structure(
+            kind="lattice",
+            reason=(
+                f"{law} and the {state} step is {ratio} x the {action} step: E[V'] is formed "
+                "once per point of the savings lattice"
+            ),
+            step_ratio=ratio,
+            **common,
+        )
+    return Structure(
+        kind="shift",
+        reason=(
+            f"{law} with a = 1 on an evenly spaced {state} grid: the continuation of each "
+            f"{action} point is a shifted window of one row"
+        ),
+        **common,
+    )
+
+
+def _obstacle(model: Model) -> tuple[str, SavingsProof | None]:
+    """Return the first reason the structure kernels do not apply ("" if none) and the proof."""
+    states = [s for s, g in model.states.items() if not g.is_discrete]
+    actions = [a for a, g in model.actions.items() if not g.is_discrete]
+    if len(states) != 1 or len(actions) != 1:
+        return (
+            f"{len(states)} continuous states and {len(actions)} continuous actions (the "
+            "structure kernels need one of each)",
+            None,
+        )
+    state, action = states[0], actions[0]
+    law = f"next_{state}"
+    outcomes = sorted(
+        s for s in model.stochastic_transitions if f"next_{s}" in model.ancestors(law)
+    )
+    dependent = [
+        t for t in _transition_targets(model) if t != law and model.ancestors(t) & {state, action}
+    ]
+    checks = [
+        (
+            not isinstance(model.states[state], LinSpacedGrid),
+            f"the {state!r} grid is not evenly spaced (linspace)",
+        ),
+        (bool(dependent), f"{dependent[:1]} depends on {state!r} or {action!r}"),
+        (bool(outcomes), f"{law!r} uses the realised outcome of {outcomes}"),
+    ]
+    for failed, reason in checks:
+        if failed:
+            return reason, None
+    func, arguments = composed_function(model, [law])
+    proof = prove_savings_form(
+        lambda **kwargs: func(**kwargs)[law],
+        arguments={a: _abstract(model, a) for a in arguments},
+        state=state,
+        action=action,
+    )
+    if not proof.holds:
+        return f"{law!r} is not a·({state} - {action}) + b: {proof.reason}", proof
+    return "", proof
+
+
+def _step_ratio(state_grid: LinSpacedGrid, action_grid: Grid) -> int:
+    """Return k when the state step is k (whole) times the action step, else 0."""
+    if not isinstance(action_grid, LinSpacedGrid):
+        return 0
+    state_step = (state_grid.stop - state_grid.start) / (state_grid.n_points - 1)
+    action_step = (action_grid.stop - action_grid.start) / (action_grid.n_points - 1)
+    ratio = state_step / action_step
+    whole = round(ratio)
+    if whole >= 1 and math.isclose(ratio, whole, rel_tol=STEP_RATIO_TOLERANCE):
+        return whole
+    return 0
+
+
+def _abstract(model: Model, name: str) -> jax.ShapeDtypeStruct:
+    """Return the abstract scalar (or param array) that ``name`` takes in one state-action point."""
+    grids = model.states | model.actions
+    working = float_dtype()
+    if name in grids:
+        return jax.ShapeDtypeStruct((), jnp.int32 if grids[name].is_discrete else working)
+    if name == "period" or (name.startswith("next_") and name[5:] in model.stochastic_transitions):
+        return jax.ShapeDtypeStruct((), jnp.int32)
+    if name in RESERVED_ARGUMENTS:
+        return jax.ShapeDtypeStruct((), working)
+    shape: Any = model.params_template.get(name, ())
+    return jax.ShapeDtypeStruct(shape, working)

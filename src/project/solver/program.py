@@ -1,0 +1,132 @@
+"""The whole backward induction as one jitted program.
+
+The last period reads a next-period V of zeros. Periods that run the same kernel form a
+segment; a segment of more than one period is a ``lax.scan`` (one compiled body, so compile
+time does not grow with the horizon), a single period is called directly. The program takes the
+packed params and the grid points, and returns V and the policy of every period stacked along a
+leading period axis, plus the small *report*: per period the NaN/Inf flags (``checks.py``) and
+the params facts (``facts.py``), read back in one transfer. Nothing runs on the host between
+periods. With a mesh, V and the policy are sharded along the permanent states.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from project.devices import value_spec
+from project.model.params import unpack_params
+from project.model.spec import Model
+from project.points import float_dtype
+from project.solver.checks import value_flags
+from project.solver.facts import program_facts
+from project.solver.kernels import build_kernel
+from project.solver.plan import SolvePlan
+
+# On CPU one loop-action point per step vectorises best; accelerators take large blocks.
+CPU_ACTION_BLOCK = 1
+# On accelerators, at most this many Q points (states x other actions x block) per step.
+ACCELERATOR_BLOCK_POINTS = 2**26
+# Periods of a segment: a lax.scan (False) or unrolled into the program (True).
+UNROLL_PERIODS = False
+
+Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], dict[str, Any]]]
+
+_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[Any, Program]] = weakref.WeakKeyDictionary()
+
+
+def action_block(plan: SolvePlan, *, backend: str) -> int:
+    """Return how many loop-action points each step of the running maximum evaluates."""
+    if plan.loop_action is None:
+        return 1
+    n_loop = plan.model.actions[plan.loop_action].n_points
+    if backend == "cpu":
+        return CPU_ACTION_BLOCK
+    grids = plan.model.states | plan.model.actions
+    per_point = int(np.prod([grids[s].n_points for s in (*plan.swept_states, *plan.other_actions)]))
+    return max(1, min(n_loop, ACCELERATOR_BLOCK_POINTS // max(per_point, 1)))
+
+
+def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | None) -> Program:
+    """Return the jitted program for these per-period kernels, built once and reused."""
+    backend = jax.default_backend() if mesh is None else mesh.devices.flat[0].platform
+    block = action_block(plan, backend=backend)
+    mesh_key = None if mesh is None else (mesh.axis_names, tuple(d.id for d in mesh.devices.flat))
+    key = (kernels, mesh_key, block, UNROLL_PERIODS, str(float_dtype()))
+    programs = _PROGRAMS.setdefault(plan.model, {})
+    if key not in programs:
+        programs[key] = jax.jit(
+            _build(plan, kernels=kernels, mesh=mesh, block=block, unroll=UNROLL_PERIODS)
+        )
+    return programs[key]
+
+
+def _build(
+    plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | None, block: int, unroll: bool
+) -> Callable[..., Any]:
+    model = plan.model
+    built = {name: build_kernel(name, plan, block=block, mesh=mesh) for name in set(kernels)}
+    ages = np.asarray(model.ages, dtype=float_dtype())
+    sharding = None if mesh is None else NamedSharding(mesh, value_spec(model))
+
+    def step(name: str, next_value: Any, params: Any, grid_points: Any, period: Any, age: Any):  # noqa: ANN202
+        value, policy = built[name](next_value, params, grid_points, period, age)
+        if sharding is not None:
+            value = jax.lax.with_sharding_constraint(value, sharding)
+            policy = jax.lax.with_sharding_constraint(policy, sharding)
+        return value, policy, value_flags(value)
+
+    def program(flat_params, grid_points):  # noqa: ANN001, ANN202
+        params = unpack_params(model=model, flat=flat_params)
+        periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+        facts = program_facts(
+            plan, params=params, grid_points=grid_points, periods=periods, ages=jnp.asarray(ages)
+        )
+        pieces = []
+        next_value = jnp.zeros(plan.state_shape, ages.dtype)
+        if sharding is not None:
+            next_value = jax.lax.with_sharding_constraint(next_value, sharding)
+        for name, first, stop in reversed(_segments(kernels)):
+            if unroll or stop - first == 1:
+                outputs = []
+                for period in reversed(range(first, stop)):
+                    out = step(
+                        name, next_value, params, grid_points, jnp.int32(period), ages[period]
+                    )
+                    outputs.insert(0, out)
+                    next_value = out[0]
+                pieces.insert(0, jax.tree.map(lambda *xs: jnp.stack(xs), *outputs))
+                continue
+
+            def body(carry, period_and_age, name=name):  # noqa: ANN001, ANN202
+                out = step(name, carry, params, grid_points, *period_and_age)
+                return out[0], out
+
+            xs = (jnp.arange(first, stop, dtype=jnp.int32), jnp.asarray(ages[first:stop]))
+            next_value, stacked = jax.lax.scan(body, next_value, xs, reverse=True)
+            pieces.insert(0, stacked)
+        values, policies, flags = jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+        if sharding is not None:
+            stacked_sharding = NamedSharding(mesh, PartitionSpec(None, *value_spec(model)))
+            values = jax.lax.with_sharding_constraint(values, stacked_sharding)
+            policies = jax.lax.with_sharding_constraint(policies, stacked_sharding)
+        return values, policies, {"flags": flags, **facts}
+
+    return program
+
+
+def _segments(kernels: tuple[str, ...]) -> list[tuple[str, int, int]]:
+    """Return runs of periods with the same kernel as (name, first period, stop)."""
+    segments: list[tuple[str, int, int]] = []
+    for period, name in enumerate(kernels):
+        if segments and segments[-1][0] == name:
+            segments[-1] = (name, segments[-1][1], period + 1)
+        else:
+            segments.append((name, period, period + 1))
+    return segments

@@ -1,0 +1,65 @@
+"""A solved model: V and the optimal policy of every period, stacked along a period axis."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from project.model.spec import Model
+
+
+@dataclass(frozen=True)
+class Solution:
+    """V (``values[t]``) and the optimal policy (grid index per action) for every period.
+
+    ``values`` has shape (periods, *states); ``policies`` maps each action to int32 indices of
+    the same shape. ``kernels`` names the kernel that solved each period (empty when loaded).
+    """
+
+    model: Model
+    params: Mapping[str, Any]
+    values: jax.Array
+    policies: Mapping[str, jax.Array]
+    kernels: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def from_periods(
+        cls,
+        *,
+        model: Model,
+        params: Mapping[str, Any],
+        value_function: Sequence[jax.Array],
+        policy: Sequence[Mapping[str, jax.Array]],
+    ) -> Solution:
+        """Return a solution from per-period V and policies."""
+        return cls(
+            model=model,
+            params=params,
+            values=jnp.stack(list(value_function)),
+            policies={a: jnp.stack([p[a] for p in policy]) for a in model.actions},
+        )
+
+    @cached_property
+    def value_function(self) -> tuple[jax.Array, ...]:
+        """Return V of every period (views of ``values``)."""
+        return tuple(self.values[t] for t in range(self.model.n_periods))
+
+    @cached_property
+    def policy(self) -> tuple[dict[str, jax.Array], ...]:
+        """Return the policy of every period: the optimal grid index per action and state."""
+        return tuple(
+            {a: indices[t] for a, indices in self.policies.items()}
+            for t in range(self.model.n_periods)
+        )
+
+    def policy_values(self, *, period: int) -> dict[str, jnp.ndarray]:
+        """Return the optimal action values (grid points, or codes) per state in ``period``."""
+        return {
+            action: self.model.actions[action].to_jax()[indices]
+            for action, indices in self.policy[period].items()
+        }
