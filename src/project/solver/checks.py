@@ -36,13 +36,18 @@ def has_inf(x: jnp.ndarray) -> jnp.ndarray:
     return jnp.isinf(x).any()
 
 
-def value_flags(value: jnp.ndarray) -> jnp.ndarray:
-    """Return int32 [any NaN, number of +inf, number of -inf] of one period's V (traceable)."""
+def value_flags(value: jnp.ndarray, *, unlocated: jnp.ndarray) -> jnp.ndarray:
+    """Return int32 [any NaN, #+inf, #-inf, #unlocated policies] of one period (traceable).
+
+    ``unlocated`` counts states whose best action the search did not locate (see
+    ``choice.running_best``); their V is right, their policy index is set to 0.
+    """
     return jnp.stack(
         [
             jnp.isnan(value).any().astype(jnp.int32),
             jnp.sum(jnp.isposinf(value), dtype=jnp.int32),
             jnp.sum(jnp.isneginf(value), dtype=jnp.int32),
+            unlocated - jnp.sum(jnp.isnan(value), dtype=jnp.int32),
         ]
     )
 
@@ -82,6 +87,14 @@ def report_flags(
             "Period %d: %d states have no feasible action (V = -inf).",
             period,
             flags[period, 2],
+        )
+    for period in np.flatnonzero(flags[:, 3] > 0):
+        logger.warning(
+            "Period %d: the best action of %d states was not located in the second sweep (Q "
+            "rounded differently beyond the tie tolerance); their policy index is 0. Their V "
+            "is right; solve with exploit_structure=False to cross-check.",
+            period,
+            flags[period, 3],
         )
     failed = np.flatnonzero(flags[:, 0] | (flags[:, 1] > 0))
     for period in failed[::-1]:  # backward induction: the last failed period is the source

@@ -2,10 +2,10 @@
 
 Every kernel hands ``running_best`` a function giving Q for loop-action indices (vectorised over
 everything else). The search keeps one value per state, so Q is never stored whole and memory
-does not grow with the action grid. ``finish`` then applies the
-discrete constraints, expands folded state axes and picks the best of the other actions. Ties go
-to the first action in the model's flat action order, as ``jnp.argmax`` over the whole product
-would; a NaN in Q makes V NaN (so the checks see it).
+does not grow with the action grid. ``finish`` then applies the discrete constraints, expands
+folded state axes and picks the best of the other actions. Ties go to the first action in the
+model's flat action order, as ``jnp.argmax`` over the whole product would; a NaN in Q makes V
+NaN (so the checks see it).
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from project.solver.sweep import compose, sweep
 
 # Loop steps unrolled per iteration on CPU (amortises the loop's own overhead).
 UNROLL = 4
+# The second sweep accepts Q within 8 units in the last place of |V| + 1 below the maximum V:
+# the two sweeps are separate XLA loops and may round Q differently (by 1 ulp, measured).
+TIE_ULPS = 8
 
 
 def running_best(
@@ -33,12 +36,14 @@ def running_best(
     each one fused, vectorised update per point:
 
     1. the running maximum V;
-    2. the first point whose Q reaches V (the same Q expression, so the same bits).
+    2. the first point whose Q reaches V up to rounding (``tie_tolerance``): the two sweeps
+       are separate compiled loops, which may round the same Q differently in the last bits.
 
     A joint (max, argmax) update would not do: XLA:CPU splits it into two loops over the
     states that both recompute Q and store its inputs in between (3x slower). Larger blocks
     (accelerators) evaluate Q on whole blocks and keep (max, first argmax) across blocks.
-    A NaN in Q makes V NaN (and its policy index 0).
+    A NaN in Q makes V NaN. The index is -1 where the second sweep found no point (NaN, or a
+    rounding difference beyond the tolerance); ``finish`` reports and replaces it.
     """
     if block > 1:
         return _blocks(q_of_indices, n_points=n_points, block=block)
@@ -54,12 +59,20 @@ def running_best(
     lowest = jnp.full(shape.shape[:-1], -jnp.inf, dtype=shape.dtype)
     best = jax.lax.fori_loop(0, n_points, raise_best, lowest, unroll=unroll)
 
+    reachable = best - tie_tolerance(best)
+
     def find_first(j: jnp.ndarray, index: jnp.ndarray) -> jnp.ndarray:
-        return jnp.where((index < 0) & (q_at(j) >= best), j, index)
+        return jnp.where((index < 0) & (q_at(j) >= reachable), j, index)
 
     unset = jnp.full(shape.shape[:-1], -1, dtype=jnp.int32)
     index = jax.lax.fori_loop(0, n_points, find_first, unset, unroll=unroll)
-    return best, jnp.maximum(index, 0)
+    return best, index
+
+
+def tie_tolerance(value: jnp.ndarray) -> jnp.ndarray:
+    """Return how far below ``value`` a Q still counts as reaching it (rounding of Q)."""
+    resolution = TIE_ULPS * float(jnp.finfo(value.dtype).eps)
+    return jnp.where(jnp.isfinite(value), resolution * (jnp.abs(value) + 1), 0)
 
 
 def _blocks(
@@ -99,7 +112,8 @@ def finish(
     """Return V and the policy from per-(swept state, other action) maxima over the loop action.
 
     ``best`` and ``index`` have the swept states' axes (model order), then the other actions'
-    axes. ``env`` holds params, period and age.
+    axes. ``env`` holds params, period and age. The loop action's policy keeps -1 where
+    ``running_best`` located no point (see ``program``, which counts and replaces it).
     """
     model = plan.model
     expand = tuple(model.state_names.index(s) for s in plan.folded_states)
@@ -128,15 +142,12 @@ def finish(
         mode="clip",
     )
     ties = jnp.where(flat_best == value[..., None], order, jnp.iinfo(jnp.int32).max)
-    chosen = jnp.argmin(ties, axis=-1)
-    flat_choice = jnp.take_along_axis(order, chosen[..., None], axis=-1)[..., 0]
+    chosen = jnp.argmin(ties, axis=-1)[..., None]
+    flat_choice = jnp.take_along_axis(order, chosen, axis=-1)[..., 0]
     flat_choice = jnp.where(jnp.isnan(value), 0, flat_choice)
-    positions = jnp.unravel_index(flat_choice, action_shape)
-    policy = {
-        a: p.astype(jnp.int32).reshape(plan.state_shape)
-        for a, p in zip(model.action_names, positions, strict=True)
-    }
-    return value, policy
+    positions = dict(zip(model.action_names, jnp.unravel_index(flat_choice, action_shape)))
+    positions[plan.loop_action] = jnp.take_along_axis(flat_index, chosen, axis=-1)[..., 0]
+    return value, {a: positions[a].astype(jnp.int32) for a in model.action_names}
 
 
 def _discrete_feasibility(

@@ -16,6 +16,7 @@ running maximum and first argmax: Q is never stored whole. The plan also decides
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import weakref
 from dataclasses import dataclass
@@ -80,6 +81,13 @@ def plan_for(model: Model) -> SolvePlan:
     if model not in _PLANS:
         _PLANS[model] = _derive(model)
     return _PLANS[model]
+
+
+def general_plan(model: Model) -> SolvePlan:
+    """Return the model's plan without structure: every period runs the general kernel."""
+    return dataclasses.replace(
+        plan_for(model), structure=Structure(kind=None, reason="structure kernels switched off")
+    )
 
 
 def _derive(model: Model) -> SolvePlan:

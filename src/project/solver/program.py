@@ -58,7 +58,7 @@ def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | Non
     backend = jax.default_backend() if mesh is None else mesh.devices.flat[0].platform
     block = action_block(plan, backend=backend)
     mesh_key = None if mesh is None else (mesh.axis_names, tuple(d.id for d in mesh.devices.flat))
-    key = (kernels, mesh_key, block, UNROLL_PERIODS, str(float_dtype()))
+    key = (kernels, plan.structure, mesh_key, block, UNROLL_PERIODS, str(float_dtype()))
     programs = _PROGRAMS.setdefault(plan.model, {})
     if key not in programs:
         programs[key] = jax.jit(
@@ -77,10 +77,15 @@ def _build(
 
     def step(name: str, next_value: Any, params: Any, grid_points: Any, period: Any, age: Any):  # noqa: ANN202
         value, policy = built[name](next_value, params, grid_points, period, age)
+        unlocated = jnp.zeros((), dtype=jnp.int32)
+        if plan.loop_action is not None:
+            loop_policy = policy[plan.loop_action]
+            unlocated = jnp.sum(loop_policy < 0, dtype=jnp.int32)
+            policy = policy | {plan.loop_action: jnp.maximum(loop_policy, 0)}
         if sharding is not None:
             value = jax.lax.with_sharding_constraint(value, sharding)
             policy = jax.lax.with_sharding_constraint(policy, sharding)
-        return value, policy, value_flags(value)
+        return value, policy, value_flags(value, unlocated=unlocated)
 
     def program(flat_params, grid_points):  # noqa: ANN001, ANN202
         params = unpack_params(model=model, flat=flat_params)

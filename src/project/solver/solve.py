@@ -38,7 +38,7 @@ from project.solver.facts import (
     remember_facts,
     slope_guess,
 )
-from project.solver.plan import SolvePlan, plan_for
+from project.solver.plan import SolvePlan, general_plan, plan_for
 from project.solver.program import solve_program
 from project.solver.q import build_q_kernel
 from project.solver.selection import KernelChoice, choose_kernels, log_kernels
@@ -58,6 +58,7 @@ def solve(
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
     devices: Sequence[Any] | None = None,
+    exploit_structure: bool = True,
 ) -> Solution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
@@ -68,9 +69,11 @@ def solve(
     feasible action, and check transition probabilities once per params), "progress" (also log
     each period's kernel and the solve time), "debug" (raise ``InvalidValueFunctionError``
     locating NaNs). ``devices``: the devices to shard over (default: all).
+    ``exploit_structure=False`` runs the general kernel in every period (to cross-check the
+    structure kernels, which give the same V to rounding).
     """
     check_log_level(log_level)
-    plan = plan_for(model)
+    plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
     flat_params = pack_params(host_params)
     key = fingerprint(flat_params)
@@ -80,7 +83,8 @@ def solve(
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
     known = known_facts(model, key=key)
-    slopes = known.unit_slope if known is not None else slope_guess(model)
+    known_slopes = None if known is None else known.unit_slope
+    slopes = known_slopes if known_slopes is not None else slope_guess(model)
     started = time.perf_counter()
     choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
     if needs_slope_probe(plan) and tuple(report["unit_slope"]) != tuple(slopes):
@@ -96,7 +100,7 @@ def solve(
         model,
         key=key,
         facts=KnownFacts(
-            unit_slope=slopes if needs_slope_probe(plan) else None,
+            unit_slope=slopes if needs_slope_probe(plan) else known_slopes,
             transitions_valid=transitions_valid,
         ),
     )
