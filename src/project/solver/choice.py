@@ -145,7 +145,9 @@ def finish(
     chosen = jnp.argmin(ties, axis=-1)[..., None]
     flat_choice = jnp.take_along_axis(order, chosen, axis=-1)[..., 0]
     flat_choice = jnp.where(jnp.isnan(value), 0, flat_choice)
-    positions = dict(zip(model.action_names, jnp.unravel_index(flat_choice, action_shape)))
+    positions = dict(
+        zip(model.action_names, jnp.unravel_index(flat_choice, action_shape), strict=True)
+    )
     positions[plan.loop_action] = jnp.take_along_axis(flat_index, chosen, axis=-1)[..., 0]
     return value, {a: positions[a].astype(jnp.int32) for a in model.action_names}
 
