@@ -162,6 +162,7 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = simulation_products,
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
+        from project.persist import save_bundle
         from project.pipeline import simulate_variant
 
         result = simulate_variant(
@@ -169,7 +170,7 @@ for variant in VARIANTS.values():
             settings=json.loads(settings_json),
             solution_directory=solution_marker.parent,
         )
-        result.save(directory=produces["bundle"].parent)
+        save_bundle(result=result, directory=produces["bundle"].parent)
         if "table" in produces:
             shutil.copyfile(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
 

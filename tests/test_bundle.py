@@ -18,8 +18,8 @@ import pytest
 import project.persist.bundle as bundle_module
 from project import CheckpointError, ModelSpecificationError, solve
 from project.models import lifecycle
-from project.persist import load_bundle
-from project.simulation import SimulationResult, draw_initial_conditions, simulate
+from project.persist import load_bundle, save_bundle
+from project.simulation import draw_initial_conditions, simulate
 
 MARKER = bundle_module.MARKER_NAME
 TABLE = bundle_module.TABLE_NAME
@@ -48,7 +48,7 @@ def result():
 def saved(result, tmp_path_factory):
     """A complete bundle of ``result``; tests that break bundles work on copies."""
     directory = tmp_path_factory.mktemp("saved") / "bundle"
-    result.save(directory=directory)
+    save_bundle(result=result, directory=directory)
     return directory
 
 
@@ -58,7 +58,7 @@ def bundle_copy(saved, tmp_path):
 
 
 def test_save_then_load_restores_every_array(result, saved):
-    loaded = SimulationResult.load(directory=saved)
+    loaded = load_bundle(directory=saved)
     assert loaded.columns.keys() == result.columns.keys()
     for name, original in result.columns.items():
         np.testing.assert_array_equal(loaded.columns[name], original)
@@ -83,7 +83,7 @@ def test_categoricals_keep_labels_and_order(result, saved):
     categorical = ["pref_type", "lagged_retirement", "income", "retirement"]
     assert [c for c in expected if expected[c].dtype == "category"] == categorical
     for frame in (
-        SimulationResult.load(directory=saved).to_dataframe(),
+        load_bundle(directory=saved).to_dataframe(),
         pd.read_feather(saved / TABLE),
     ):
         for column in categorical:
@@ -97,7 +97,7 @@ def test_jax_scalars_are_saved_like_numpy(result, saved, tmp_path):
         columns={k: jnp.asarray(v) for k, v in result.columns.items()},
         seed=jnp.asarray(result.seed),
     )
-    as_jax.save(directory=tmp_path / "bundle")
+    save_bundle(result=as_jax, directory=tmp_path / "bundle")
     for name in (TABLE, MARKER, "metadata.json"):
         assert (tmp_path / "bundle" / name).read_bytes() == (saved / name).read_bytes(), name
 
@@ -122,7 +122,7 @@ def test_metadata_is_sorted_indented_json(result, saved):
 
 
 def test_saving_twice_gives_identical_bytes(result, saved, tmp_path):
-    result.save(directory=tmp_path / "again")
+    save_bundle(result=result, directory=tmp_path / "again")
     for name in (TABLE, MARKER, "metadata.json"):
         assert (tmp_path / "again" / name).read_bytes() == (saved / name).read_bytes(), name
     marker = json.loads((saved / MARKER).read_text())
@@ -131,7 +131,7 @@ def test_saving_twice_gives_identical_bytes(result, saved, tmp_path):
 
 def test_marker_changes_when_the_content_changes(result, saved, tmp_path):
     columns = dict(result.columns, value=result.columns["value"] + 1)
-    dataclasses.replace(result, columns=columns).save(directory=tmp_path / "changed")
+    save_bundle(result=dataclasses.replace(result, columns=columns), directory=tmp_path / "changed")
     old = json.loads((saved / MARKER).read_text())
     new = json.loads((tmp_path / "changed" / MARKER).read_text())
     assert old["arrays_sha256"] != new["arrays_sha256"]
@@ -156,10 +156,10 @@ def test_failure_mid_save_keeps_the_previous_bundle(result, bundle_copy, monkeyp
     monkeypatch.setattr(bundle_module.feather, "write_feather", broken_write)
     changed = dataclasses.replace(result, seed=99)
     with pytest.raises(OSError, match="disk full"):
-        changed.save(directory=bundle_copy)
+        save_bundle(result=changed, directory=bundle_copy)
     assert {p: p.read_bytes() for p in bundle_copy.rglob("*") if p.is_file()} == before
     assert [p.name for p in bundle_copy.parent.iterdir()] == ["bundle"], "staging left over"
-    assert SimulationResult.load(directory=bundle_copy).seed == 7
+    assert load_bundle(directory=bundle_copy).seed == 7
 
 
 def test_killed_save_leaves_no_new_bundle_and_keeps_the_old_one(bundle_copy):
@@ -170,19 +170,19 @@ def test_killed_save_leaves_no_new_bundle_and_keeps_the_old_one(bundle_copy):
         import time
         from pathlib import Path
         import pyarrow.feather
-        from project.simulation import SimulationResult
+        from project.persist import load_bundle, save_bundle
 
-        result = SimulationResult.load(directory=Path({str(existing)!r}))
+        result = load_bundle(directory=Path({str(existing)!r}))
         pending = [Path({str(existing)!r})]
 
         def stalled_write(frame, path, **kwargs):
             print("arrays written", flush=True)
             if pending:  # start the second save while the first one stalls
-                result.save(directory=pending.pop())
+                save_bundle(result=result, directory=pending.pop())
             time.sleep(600)
 
         pyarrow.feather.write_feather = stalled_write
-        result.save(directory=Path({str(fresh)!r}))
+        save_bundle(result=result, directory=Path({str(fresh)!r}))
     """)
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
@@ -193,33 +193,33 @@ def test_killed_save_leaves_no_new_bundle_and_keeps_the_old_one(bundle_copy):
         process.wait(timeout=30)
     assert not fresh.exists()
     assert (existing / MARKER).read_bytes() == marker_before
-    SimulationResult.load(directory=existing)
+    load_bundle(directory=existing)
     staging = [p for p in bundle_copy.parent.iterdir() if ".writing-" in p.name]
     assert len(staging) == 2, "both saves should have been inside their staging directories"
     assert not any((p / MARKER).exists() for p in staging)
 
 
 def test_missing_bundle_raises_with_rebuild_hint(tmp_path):
-    with pytest.raises(CheckpointError, match=r"does not exist.*pytask.*result\.save"):
-        SimulationResult.load(directory=tmp_path / "nowhere")
+    with pytest.raises(CheckpointError, match=r"does not exist.*pytask.*save_bundle"):
+        load_bundle(directory=tmp_path / "nowhere")
 
 
 def test_missing_marker_raises(bundle_copy):
     (bundle_copy / MARKER).unlink()
     with pytest.raises(CheckpointError, match=rf"has no {MARKER}.*interrupted.*pytask"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 def test_missing_metadata_raises(bundle_copy):
     (bundle_copy / "metadata.json").unlink()
     with pytest.raises(CheckpointError, match=r"has no metadata\.json.*partial.*pytask"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 def test_missing_arrays_raise(bundle_copy):
     shutil.rmtree(bundle_copy / "arrays")
     with pytest.raises(CheckpointError, match=r"has no arrays/ directory.*pytask"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 def test_garbage_arrays_raise(bundle_copy):
@@ -227,14 +227,14 @@ def test_garbage_arrays_raise(bundle_copy):
         if path.is_file():
             path.write_bytes(b"garbage")
     with pytest.raises(CheckpointError, match=r"Cannot read the arrays.*pytask"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 @pytest.mark.parametrize("name", ["metadata.json", MARKER])
 def test_invalid_json_raises(bundle_copy, name):
     (bundle_copy / name).write_text('{"model": ')
     with pytest.raises(CheckpointError, match=rf"{name}.*not valid JSON.*pytask"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 def test_arrays_that_do_not_match_the_marker_raise(bundle_copy):
@@ -242,34 +242,34 @@ def test_arrays_that_do_not_match_the_marker_raise(bundle_copy):
     marker["arrays_sha256"] = "0" * 64
     (bundle_copy / MARKER).write_text(json.dumps(marker))
     with pytest.raises(CheckpointError, match=r"do not match the digest.*corrupted"):
-        SimulationResult.load(directory=bundle_copy)
+        load_bundle(directory=bundle_copy)
 
 
 def test_loading_with_another_model_raises(saved):
     other = lifecycle.build_model(n_wealth=11, n_consumption=10, n_periods=3, start_age=60)
     with pytest.raises(CheckpointError, match="other states"):
-        SimulationResult.load(directory=saved, model=other)
+        load_bundle(directory=saved, model=other)
     splayed = lifecycle.build_model(
         n_wealth=10, n_consumption=10, n_periods=3, start_age=60, wealth_batch_size=5
     )
-    assert SimulationResult.load(directory=saved, model=splayed).model is splayed
+    assert load_bundle(directory=saved, model=splayed).model is splayed
 
 
 def test_additional_targets_opt_in_and_need_the_model(result, tmp_path):
     targets = ["labor_income", "utility"]
-    result.save(directory=tmp_path / "bundle", additional_targets=targets)
+    save_bundle(result=result, directory=tmp_path / "bundle", additional_targets=targets)
     table = pd.read_feather(tmp_path / "bundle" / TABLE)
     assert list(table.columns[-2:]) == targets
     metadata = json.loads((tmp_path / "bundle" / "metadata.json").read_text())
     assert metadata["additional_targets"] == targets
 
-    without_model = SimulationResult.load(directory=tmp_path / "bundle")
+    without_model = load_bundle(directory=tmp_path / "bundle")
     pd.testing.assert_frame_equal(without_model.to_dataframe(), result.to_dataframe())
     with pytest.raises(ModelSpecificationError, match="model="):
         without_model.to_dataframe(additional_targets=targets)
     with pytest.raises(ModelSpecificationError, match="model="):
-        without_model.save(directory=tmp_path / "again", additional_targets=targets)
+        save_bundle(result=without_model, directory=tmp_path / "again", additional_targets=targets)
     assert not (tmp_path / "again").exists()
 
-    with_model = SimulationResult.load(directory=tmp_path / "bundle", model=result.model)
+    with_model = load_bundle(directory=tmp_path / "bundle", model=result.model)
     pd.testing.assert_frame_equal(with_model.to_dataframe(additional_targets=targets), table)

@@ -50,7 +50,7 @@ METADATA_NAME = "metadata.json"
 TABLE_NAME = "simulated_data.arrow"
 TABLE_COMPRESSION = "zstd"
 TABLE_PACKAGES = ("pandas", "pyarrow")  # their versions are embedded in the arrow file
-REBUILD_HINT = "Rebuild it with `pytask` (or call result.save again)."
+REBUILD_HINT = "Rebuild it with `pytask` (or call save_bundle again)."
 METADATA_KEYS = (
     "model",
     "ages",

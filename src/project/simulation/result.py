@@ -7,7 +7,6 @@ function of the model) are evaluated in chunks of rows, never all periods on the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import jax
@@ -60,23 +59,6 @@ class SimulationResult:
             model=model,
         )
 
-    def save(self, *, directory: Path, additional_targets: list[str] | str | None = None) -> Path:
-        """Write this result atomically as a bundle directory; return its marker path.
-
-        See ``project.persist.bundle`` for the layout. ``additional_targets`` adds model
-        functions as columns of the arrow table only.
-        """
-        from project.persist.bundle import save_bundle  # noqa: PLC0415 (keep orbax lazy)
-
-        return save_bundle(result=self, directory=directory, additional_targets=additional_targets)
-
-    @classmethod
-    def load(cls, *, directory: Path, model: Model | None = None) -> SimulationResult:
-        """Restore a result saved with ``save``; ``model`` is needed only for extra targets."""
-        from project.persist.bundle import load_bundle  # noqa: PLC0415 (keep orbax lazy)
-
-        return load_bundle(directory=directory, model=model)
-
     @property
     def state_names(self) -> list[str]:
         """Return the state names in V's axis order."""
@@ -128,7 +110,7 @@ class SimulationResult:
         if self.model is None:
             msg = (
                 "Additional targets need the model's functions: load the result with "
-                "SimulationResult.load(directory=..., model=...)."
+                "project.persist.load_bundle(directory=..., model=...)."
             )
             raise ModelSpecificationError(msg)
         model = self.model
