@@ -144,9 +144,9 @@ def test_lifecycle_on_commensurate_grids_uses_the_lattice(x64):
 
 
 def test_kernels_follow_the_params_slope_in_both_directions(x64):
-    """r = 0 runs the shift kernel, r > 0 the general one, and back, on one model object."""
+    """r = 0 runs the shift kernel, r > 0 the row kernel, and back, on one model object."""
     model = ijrs.build_model(n_wealth=40, n_consumption=90)
-    for r, kernel in [(0.0, "shift"), (0.03, "general"), (0.0, "shift"), (0.03, "general")]:
+    for r, kernel in [(0.0, "shift"), (0.03, "row"), (0.0, "shift"), (0.03, "row")]:
         auto = solve_both(model, ijrs.DEFAULT_PARAMS | {"r": r})
         assert set(auto.kernels) == {kernel}
 
@@ -176,6 +176,7 @@ def savings_model(*, next_wealth, wealth=None, consumption=None, utility=None, a
     )
 
 
+# Each defeats the savings form or the evenly spaced grid: the row kernel takes over.
 ADVERSARIES = {
     "not affine in the action": (
         lambda wealth, consumption, y: wealth - consumption**1.01 + y,
@@ -211,15 +212,57 @@ ADVERSARIES = {
 
 
 @pytest.mark.parametrize("case", list(ADVERSARIES))
-def test_models_built_to_defeat_the_detection_fall_back_and_agree(x64, case):
+def test_models_built_to_defeat_the_shift_and_lattice_fall_back_to_rows_and_agree(x64, case):
     law, extra, grids = ADVERSARIES[case]
     model = savings_model(next_wealth=law, **(grids or {}))
     auto = solve_both(model, {"beta": 0.9, "y": 0.7, **extra})
-    assert set(auto.kernels) == {"general"}, plan_for(model).structure.reason
+    assert set(auto.kernels) == {"row"}, plan_for(model).structure.reason
+
+
+def test_a_transition_that_depends_on_wealth_falls_back_to_the_general_kernel(x64):
+    model = precautionary.build_model(n_wealth=30, n_consumption=25)
+    transition = model.stochastic_transitions["income"]
+    model = Model(
+        name="wealth_dependent_income",
+        states=model.states,
+        actions=model.actions,
+        functions=model.functions,
+        constraints=model.constraints,
+        stochastic_transitions={
+            "income": lambda income, income_rho, wealth: (
+                transition(income, income_rho) + 0.0 * wealth
+            )
+        },
+        n_periods=4,
+    )
+    assert "depends on 'wealth'" in plan_for(model).structure.reason
+    auto = solve_both(model, precautionary.DEFAULT_PARAMS)
+    assert set(auto.kernels) == {"general"}
+
+
+def test_two_continuous_states_fall_back_to_the_general_kernel(x64):
+    model = Model(
+        name="two_stocks",
+        states={
+            "wealth": LinSpacedGrid(start=0.5, stop=6, n_points=12),
+            "housing": LinSpacedGrid(start=0.0, stop=2, n_points=5),
+        },
+        actions={"consumption": LinSpacedGrid(start=0.1, stop=4, n_points=15)},
+        functions={
+            "utility": lambda consumption, housing: jnp.log(consumption) + 0.2 * housing,
+            "next_wealth": lambda wealth, consumption: wealth - consumption + 0.8,
+            "next_housing": lambda housing: housing * 0.9,
+        },
+        constraints={"affordable": lambda consumption, wealth: consumption <= wealth},
+        n_periods=4,
+    )
+    assert "2 continuous states" in plan_for(model).structure.reason
+    auto = solve_both(model, {"beta": 0.9})
+    assert set(auto.kernels) == {"general"}
 
 
 def test_slope_that_changes_with_age_mixes_kernels_by_period(x64):
-    """a = 1 before age 3 and 1.05 after: shift kernel early, general kernel late."""
+    """a = 1 before age 3 and 1.05 after: shift kernel early, row kernel late."""
     model = savings_model(
         next_wealth=lambda wealth, consumption, age, y: (
             (1 + 0.05 * (age >= 3)) * (wealth - consumption) + y
@@ -227,7 +270,7 @@ def test_slope_that_changes_with_age_mixes_kernels_by_period(x64):
         ages=range(6),
     )
     auto = solve_both(model, {"beta": 0.9, "y": 0.7})
-    assert auto.kernels == ("shift", "shift", "shift", "general", "general", "general")
+    assert auto.kernels == ("shift", "shift", "shift", "row", "row", "row")
 
 
 @pytest.mark.parametrize(
@@ -317,6 +360,34 @@ def test_splay_is_value_identical_in_the_lattice_kernel(batch_size):
     assert set(result.kernels) == {"lattice"}
     np.testing.assert_array_equal(np.asarray(reference.values), np.asarray(result.values))
     for action in base.actions:
+        np.testing.assert_array_equal(
+            np.asarray(reference.policies[action]), np.asarray(result.policies[action])
+        )
+
+
+@pytest.mark.parametrize("exploit_structure", [True, False], ids=["row", "general"])
+@pytest.mark.parametrize("batch_size", [1, 7, 13])
+def test_splay_is_value_identical_in_the_row_and_general_kernels(exploit_structure, batch_size):
+    def build(wealth_batch_size):
+        return lifecycle.build_model(
+            n_wealth=26,
+            n_consumption=21,
+            n_periods=4,
+            start_age=67,
+            wealth_batch_size=wealth_batch_size,
+        )
+
+    reference = solve(
+        model=build(0), params=lifecycle.DEFAULT_PARAMS, exploit_structure=exploit_structure
+    )
+    result = solve(
+        model=build(batch_size),
+        params=lifecycle.DEFAULT_PARAMS,
+        exploit_structure=exploit_structure,
+    )
+    assert set(result.kernels) == {"row" if exploit_structure else "general"}
+    np.testing.assert_array_equal(np.asarray(reference.values), np.asarray(result.values))
+    for action in reference.policies:
         np.testing.assert_array_equal(
             np.asarray(reference.policies[action]), np.asarray(result.policies[action])
         )

@@ -122,7 +122,16 @@ class Model:
 
     def ancestors(self, target: str) -> set[str]:
         """Return every name that ``target`` depends on (functions and inputs)."""
-        return dags.get_ancestors(self.dag_functions, targets=[target])
+        if target not in self._ancestors:
+            self._ancestors[target] = frozenset(
+                dags.get_ancestors(self.dag_functions, targets=[target])
+            )
+        return set(self._ancestors[target])
+
+    @cached_property
+    def _ancestors(self) -> dict[str, frozenset[str]]:
+        """Return the cache of ``ancestors`` (a model is not changed after construction)."""
+        return {}
 
     def depends_on_actions(self, target: str) -> bool:
         """Return whether ``target`` depends on any action."""

@@ -10,6 +10,7 @@ NaN (so the checks see it).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +28,11 @@ TIE_ULPS = 8
 
 
 def running_best(
-    q_of_indices: Callable[[jnp.ndarray], jnp.ndarray], *, n_points: int, block: int
+    q_of_indices: Callable[[jnp.ndarray], jnp.ndarray],
+    *,
+    n_points: int,
+    block: int,
+    q_at: Callable[[jnp.ndarray], jnp.ndarray] | None = None,
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Return (max Q, int32 first argmax) over ``n_points`` loop-action points.
 
@@ -39,6 +44,11 @@ def running_best(
     2. the first point whose Q reaches V up to rounding (``tie_tolerance``): the two sweeps
        are separate compiled loops, which may round the same Q differently in the last bits.
 
+    Where Q is expensive per point, ``q_at(indices)`` gives Q at per-element indices of shape
+    ``(*q_shape, k)``, and the second sweep is replaced by ``_grouped``: the first sweep also
+    keeps the maximum of each group of about sqrt(n) points, and only each state's first group
+    holding the maximum is evaluated again, pointwise (V is read there, with the policy).
+
     A joint (max, argmax) update would not do: XLA:CPU splits it into two loops over the
     states that both recompute Q and store its inputs in between (3x slower). Larger blocks
     (accelerators) evaluate Q on whole blocks and keep (max, first argmax) across blocks.
@@ -47,6 +57,8 @@ def running_best(
     """
     if block > 1:
         return _blocks(q_of_indices, n_points=n_points, block=block)
+    if q_at is not None:
+        return _grouped(q_of_indices, q_at, n_points=n_points)
     shape = jax.eval_shape(q_of_indices, jnp.zeros((1,), dtype=jnp.int32))
     unroll = min(UNROLL, n_points)
 
@@ -67,6 +79,35 @@ def running_best(
     unset = jnp.full(shape.shape[:-1], -1, dtype=jnp.int32)
     index = jax.lax.fori_loop(0, n_points, find_first, unset, unroll=unroll)
     return best, index
+
+
+def _grouped(
+    q_of_indices: Callable[[jnp.ndarray], jnp.ndarray],
+    q_at: Callable[[jnp.ndarray], jnp.ndarray],
+    *,
+    n_points: int,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return (max, first argmax): a max-only sweep by groups, then the winning group again."""
+    group = max(1, math.isqrt(n_points - 1) + 1)
+    n_groups = -(-n_points // group)
+    shape = jax.eval_shape(q_of_indices, jnp.zeros((1,), dtype=jnp.int32))
+    lowest = jnp.full(shape.shape[:-1], -jnp.inf, dtype=shape.dtype)
+
+    def group_max(first: jnp.ndarray) -> jnp.ndarray:
+        def raise_best(k: jnp.ndarray, best: jnp.ndarray) -> jnp.ndarray:
+            index = jnp.minimum(first + k, n_points - 1)
+            return jnp.maximum(best, q_of_indices(index[None])[..., 0])
+
+        return jax.lax.fori_loop(0, group, raise_best, lowest, unroll=min(UNROLL, group))
+
+    firsts = jnp.arange(n_groups, dtype=jnp.int32) * group
+    maxima = jax.lax.map(group_max, firsts)
+    winner = first_argmax(maxima, axis=0)
+    indices = jnp.minimum(winner[..., None] * group + jnp.arange(group), n_points - 1)
+    q = q_at(indices.astype(jnp.int32))
+    local = first_argmax(q, axis=-1)[..., None]
+    value = jnp.take_along_axis(q, local, axis=-1)[..., 0]
+    return value, jnp.take_along_axis(indices, local, axis=-1)[..., 0].astype(jnp.int32)
 
 
 def tie_tolerance(value: jnp.ndarray) -> jnp.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 from project.model.spec import Model
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose, sweep
-from project.solver.transitions import transition_stats
+from project.solver.transitions import transition_stats, transition_tolerance
 
 # Fingerprints remembered per model (least recently used dropped first).
 MAX_CACHED_PARAMS = 64
@@ -81,6 +81,12 @@ def needs_slope_probe(plan: SolvePlan) -> bool:
     return plan.structure.kind == "shift" and not plan.structure.unit_slope
 
 
+def fact_columns(plan: SolvePlan) -> tuple[str, ...]:
+    """Return the names of the facts ``program_facts`` computes, one report column each."""
+    slope = ("unit_slope",) if needs_slope_probe(plan) else ()
+    return (*slope, *(f"valid:{s}" for s in plan.model.stochastic_transitions))
+
+
 def program_facts(
     plan: SolvePlan,
     *,
@@ -88,24 +94,28 @@ def program_facts(
     grid_points: dict[str, jnp.ndarray],
     periods: jnp.ndarray,
     ages: jnp.ndarray,
-) -> dict[str, Any]:
-    """Return the facts computed inside the solve program (traceable).
+) -> list[jnp.ndarray]:
+    """Return the facts computed inside the solve program (traceable), per ``fact_columns``.
 
     ``unit_slope``: per period, whether d next_w / d w == 1 in every discrete context (only
-    when ``needs_slope_probe``); ``transitions``: per stochastic state, the smallest
-    probability and the largest |sum - 1| per period.
+    when ``needs_slope_probe``); ``valid:<state>``: per period, whether the state's transition
+    probabilities are non-negative and sum to one (``transitions.TOLERANCE``).
     """
-    facts: dict[str, Any] = {
-        "transitions": transition_stats(
-            plan.model, params=params, grid_points=grid_points, periods=periods, ages=ages
-        )
-    }
+    facts = []
     if needs_slope_probe(plan):
-        facts["unit_slope"] = jax.vmap(
-            lambda period, age: _slope_is_one(
-                plan, params=params, grid_points=grid_points, period=period, age=age
-            )
-        )(periods, ages)
+        facts.append(
+            jax.vmap(
+                lambda period, age: _slope_is_one(
+                    plan, params=params, grid_points=grid_points, period=period, age=age
+                )
+            )(periods, ages)
+        )
+    stats = transition_stats(
+        plan.model, params=params, grid_points=grid_points, periods=periods, ages=ages
+    )
+    for lowest, worst_sum in stats.values():
+        tolerance = transition_tolerance(lowest.dtype)
+        facts.append((lowest >= -tolerance) & (worst_sum <= tolerance))
     return facts
 
 

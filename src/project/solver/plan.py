@@ -9,9 +9,11 @@ running maximum and first argmax: Q is never stored whole. The plan also decides
 - *folded states*: discrete states that appear in discrete constraints only (a lagged retirement
   status that just restricts the retirement choice). The kernels never sweep their axis: V is
   the maximum over the discrete actions those constraints allow, expanded along the axis;
-- the *structure*: a continuous state whose law of motion has the savings form
-  ``a·(w - c) + b`` (proved in ``structure.py``) lets the ``lattice`` and ``shift`` kernels
-  replace per-pair interpolation by windows into one precomputed row per discrete context.
+- the *structure*: with one continuous state whose continuation depends on the discrete
+  context only through one row of next period's expected V, the ``row`` kernel interpolates
+  in that row; where its law of motion also has the savings form ``a·(w - c) + b`` (proved in
+  ``structure.py``), the ``lattice`` and ``shift`` kernels replace the per-pair interpolation
+  by windows into the row.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from project.grids import Grid, LinSpacedGrid
 from project.model.spec import RESERVED_ARGUMENTS, Model, transition_target
 from project.points import float_dtype
 from project.solver.expectation import ExpectationPlan
-from project.solver.structure import SavingsProof, prove_savings_form
+from project.solver.structure import prove_savings_form
 from project.solver.sweep import composed_function
 
 # Steps whose ratio is within this relative distance of a whole number are commensurate.
@@ -42,7 +44,9 @@ class Structure:
 
     ``kind`` is "lattice" (savings form on commensurate evenly spaced grids, any slope),
     "shift" (savings form on an evenly spaced state grid: needs slope a == 1, which
-    ``unit_slope`` says holds for all params, else it is checked per (params, period)), or None.
+    ``unit_slope`` says holds for all params, else it is checked per (params, period), and
+    periods where it fails use "row"), "row" (one continuous state whose continuation is one
+    row per discrete context), or None (the general kernel).
     """
 
     kind: str | None
@@ -133,63 +137,23 @@ def _loop_action(model: Model) -> str | None:
 
 
 def _structure(model: Model) -> Structure:
-    obstacle, proof = _obstacle(model)
+    obstacle = _row_obstacle(model)
     if obstacle:
         return Structure(kind=None, reason=obstacle)
     (state,) = [s for s, g in model.states.items() if not g.is_discrete]
     (action,) = [a for a, g in model.actions.items() if not g.is_discrete]
-    ratio = _step_ratio(model.states[state], model.actions[action])
-    law = f"next_{state} = a·({state} - {action}) + b"
-    common = {"state": state, "action": action, "unit_slope": proof.unit_slope}
-    if ratio:
-        return Structure(
-            kind="lattice",
-            reason=(
-                f"{law} and the {state} step is {ratio} x the {action} step: E[V'] is formed "
-                "once per point of the savings lattice"
-            ),
-            step_ratio=ratio,
-            **common,
-        )
-    return Structure(
-        kind="shift",
-        reason=(
-            f"{law} with a = 1 on an evenly spaced {state} grid: the continuation of each "
-            f"{action} point is a shifted window of one row"
-        ),
-        **common,
-    )
-
-
-def _obstacle(model: Model) -> tuple[str, SavingsProof | None]:
-    """Return the first reason the structure kernels do not apply ("" if none) and the proof."""
-    states = [s for s, g in model.states.items() if not g.is_discrete]
-    actions = [a for a, g in model.actions.items() if not g.is_discrete]
-    if len(states) != 1 or len(actions) != 1:
-        return (
-            f"{len(states)} continuous states and {len(actions)} continuous actions (the "
-            "structure kernels need one of each)",
-            None,
-        )
-    state, action = states[0], actions[0]
     law = f"next_{state}"
-    outcomes = sorted(
-        s for s in model.stochastic_transitions if f"next_{s}" in model.ancestors(law)
+    row = (
+        f"one continuous state {state!r}: each pair's continuation is an interpolation in one "
+        "row of next period's expected V per discrete context"
     )
-    dependent = [
-        t for t in _transition_targets(model) if t != law and model.ancestors(t) & {state, action}
-    ]
-    checks = [
-        (
-            not isinstance(model.states[state], LinSpacedGrid),
-            f"the {state!r} grid is not evenly spaced (linspace)",
-        ),
-        (bool(dependent), f"{dependent[:1]} depends on {state!r} or {action!r}"),
-        (bool(outcomes), f"{law!r} uses the realised outcome of {outcomes}"),
-    ]
-    for failed, reason in checks:
-        if failed:
-            return reason, None
+    if not isinstance(model.states[state], LinSpacedGrid):
+        return Structure(
+            kind="row",
+            reason=f"{row} (the {state!r} grid is not evenly spaced: no shift or lattice)",
+            state=state,
+            action=action,
+        )
     func, arguments = composed_function(model, [law])
     proof = prove_savings_form(
         lambda **kwargs: func(**kwargs)[law],
@@ -198,8 +162,57 @@ def _obstacle(model: Model) -> tuple[str, SavingsProof | None]:
         action=action,
     )
     if not proof.holds:
-        return f"{law!r} is not a·({state} - {action}) + b: {proof.reason}", proof
-    return "", proof
+        return Structure(
+            kind="row",
+            reason=f"{row} ({law} is not a·({state} - {action}) + b: {proof.reason})",
+            state=state,
+            action=action,
+        )
+    ratio = _step_ratio(model.states[state], model.actions[action])
+    savings = f"{law} = a·({state} - {action}) + b"
+    common = {"state": state, "action": action, "unit_slope": proof.unit_slope}
+    if ratio:
+        return Structure(
+            kind="lattice",
+            reason=(
+                f"{savings} and the {state} step is {ratio} x the {action} step: E[V'] is "
+                "formed once per point of the savings lattice"
+            ),
+            step_ratio=ratio,
+            **common,
+        )
+    return Structure(
+        kind="shift",
+        reason=(
+            f"{savings} with a = 1 on an evenly spaced {state} grid: the continuation of each "
+            f"{action} point is a shifted window of one row"
+        ),
+        **common,
+    )
+
+
+def _row_obstacle(model: Model) -> str:
+    """Return the first reason the row kernel (and so every structure kernel) does not apply."""
+    states = [s for s, g in model.states.items() if not g.is_discrete]
+    actions = [a for a, g in model.actions.items() if not g.is_discrete]
+    if len(states) != 1 or len(actions) != 1:
+        return (
+            f"{len(states)} continuous states and {len(actions)} continuous actions (the "
+            "structure kernels need one of each)"
+        )
+    state, action = states[0], actions[0]
+    law = f"next_{state}"
+    dependent = [
+        t for t in _transition_targets(model) if t != law and model.ancestors(t) & {state, action}
+    ]
+    if dependent:
+        return f"{dependent[0]!r} depends on {state!r} or {action!r}"
+    outcomes = sorted(
+        s for s in model.stochastic_transitions if f"next_{s}" in model.ancestors(law)
+    )
+    if outcomes:
+        return f"{law!r} uses the realised outcome of {outcomes}"
+    return ""
 
 
 def _step_ratio(state_grid: LinSpacedGrid, action_grid: Grid) -> int:

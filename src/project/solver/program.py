@@ -4,9 +4,9 @@ The last period reads a next-period V of zeros. Periods that run the same kernel
 segment; a segment of more than one period is a ``lax.scan`` (one compiled body, so compile
 time does not grow with the horizon), a single period is called directly. The program takes the
 packed params and the grid points, and returns V and the policy of every period stacked along a
-leading period axis, plus the small *report*: per period the NaN/Inf flags (``checks.py``) and
-the params facts (``facts.py``), read back in one transfer. Nothing runs on the host between
-periods. With a mesh, V and the policy are sharded along the permanent states.
+leading period axis, plus the small int32 *report*: per period the NaN/Inf flags
+(``checks.py``) and the params facts (``facts.py``), read back in one transfer. Nothing runs on
+the host between periods. With a mesh, V and the policy are sharded along the permanent states.
 """
 
 from __future__ import annotations
@@ -36,7 +36,9 @@ ACCELERATOR_BLOCK_POINTS = 2**26
 # Periods of a segment: a lax.scan (False) or unrolled into the program (True).
 UNROLL_PERIODS = False
 
-Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], dict[str, Any]]]
+Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], jax.Array]]
+# The report's first columns (checks.value_flags); facts.fact_columns follow.
+FLAG_COLUMNS = ("nan", "posinf", "neginf", "unlocated")
 
 _PROGRAMS: weakref.WeakKeyDictionary[Model, dict[Any, Program]] = weakref.WeakKeyDictionary()
 
@@ -117,11 +119,14 @@ def _build(
             next_value, stacked = jax.lax.scan(body, next_value, xs, reverse=True)
             pieces.insert(0, stacked)
         values, policies, flags = jax.tree.map(lambda *xs: jnp.concatenate(xs), *pieces)
+        report = jnp.concatenate(
+            [flags, *(jnp.asarray(f, dtype=jnp.int32)[:, None] for f in facts)], axis=1
+        )
         if sharding is not None:
             stacked_sharding = NamedSharding(mesh, PartitionSpec(None, *value_spec(model)))
             values = jax.lax.with_sharding_constraint(values, stacked_sharding)
             policies = jax.lax.with_sharding_constraint(policies, stacked_sharding)
-        return values, policies, {"flags": flags, **facts}
+        return values, policies, report
 
     return program
 

@@ -2,8 +2,8 @@
 
 Every period uses a structure kernel where the model has the structure (``plan.Structure``),
 else the ``general`` kernel. The ``shift`` kernel also needs the savings slope to be exactly 1
-in that period; where it is not, that period falls back to ``general``. The last period reads a
-next-period V of zeros, so Q = u there whatever the kernel: it takes its neighbour's kernel and
+in that period; where it is not, that period falls back to the ``row`` kernel. The last
+period reads a next-period V of zeros, so Q = u there whatever the kernel: it takes its neighbour's kernel and
 the whole horizon usually compiles as one kernel in one loop.
 """
 
@@ -42,16 +42,16 @@ def choose_kernels(
     for period in range(n_periods):
         if structure.kind is None:
             choice = KernelChoice("general", structure.reason)
-        elif structure.kind == "lattice" or structure.unit_slope:
+        elif structure.kind != "shift" or structure.unit_slope:
             choice = KernelChoice(structure.kind, structure.reason)
         elif unit_slope is not None and unit_slope[period]:
             choice = KernelChoice("shift", structure.reason)
         else:
             choice = KernelChoice(
-                "general",
+                "row",
                 f"next_{structure.state} = a·({structure.state} - {structure.action}) + b with "
-                f"a ≠ 1 here, and the {structure.state} step is not a whole multiple of an "
-                f"evenly spaced {structure.action} grid's step",
+                f"a ≠ 1 here (no shift), and the {structure.state} step is not a whole multiple "
+                f"of an evenly spaced {structure.action} grid's step (no lattice)",
             )
         choices.append(choice)
     if n_periods > 1:

@@ -26,12 +26,13 @@ from jax.sharding import Mesh
 
 from project.devices import check_permanent_states, replicate, state_mesh
 from project.grids import grid_points
-from project.model.params import pack_params, params_on_host
+from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import (
     KnownFacts,
+    fact_columns,
     fingerprint,
     known_facts,
     needs_slope_probe,
@@ -39,7 +40,7 @@ from project.solver.facts import (
     slope_guess,
 )
 from project.solver.plan import SolvePlan, general_plan, plan_for
-from project.solver.program import solve_program
+from project.solver.program import FLAG_COLUMNS, solve_program
 from project.solver.q import build_q_kernel
 from project.solver.selection import KernelChoice, choose_kernels, log_kernels
 from project.solver.solution import Solution
@@ -50,6 +51,7 @@ logger = logging.getLogger("project.solver")
 _GRID_POINTS: weakref.WeakKeyDictionary[Model, dict[Any, dict[str, jax.Array]]] = (
     weakref.WeakKeyDictionary()
 )
+_DEVICE_PARAMS: weakref.WeakKeyDictionary[Model, tuple[str, Any, Any]] = weakref.WeakKeyDictionary()
 
 
 def solve(
@@ -79,7 +81,7 @@ def solve(
     key = fingerprint(flat_params)
     mesh = state_mesh(model, devices=devices)
     points = grid_points_of(model, mesh=mesh)
-    device_params = flat_params if mesh is None else replicate(flat_params, mesh=mesh)
+    device_params = _on_devices(model, flat_params, key=key, mesh=mesh)
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
     known = known_facts(model, key=key)
@@ -87,14 +89,18 @@ def solve(
     slopes = known_slopes if known_slopes is not None else slope_guess(model)
     started = time.perf_counter()
     choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
-    if needs_slope_probe(plan) and tuple(report["unit_slope"]) != tuple(slopes):
+    if needs_slope_probe(plan) and tuple(report["unit_slope"]) != slopes:
+        assumed = _kernel_names(plan, slopes)
         slopes = tuple(bool(s) for s in report["unit_slope"])
-        if _kernel_names(plan, slopes) != _kernel_names(plan, tuple(report["assumed"])):
+        if _kernel_names(plan, slopes) != assumed:
             choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
     checks = log_level != "off"
     transitions_valid = known is not None and known.transitions_valid
     if checks and not transitions_valid:
-        raise_for_invalid_transitions(model, stats=report["transitions"])
+        if not all(report[c].all() for c in report if c.startswith("valid:")):
+            raise_for_invalid_transitions(
+                model, params=unpack_params(model=model, flat=device_params), grid_points=points
+            )
         transitions_valid = True
     remember_facts(
         model,
@@ -138,10 +144,23 @@ def _run(
     """Run the program for the kernels that ``slopes`` implies; read its report (one sync)."""
     choices = choose_kernels(plan, unit_slope=slopes)
     program = solve_program(plan, kernels=tuple(c.name for c in choices), mesh=mesh)
-    values, policies, report = program(device_params, points)
-    report = jax.device_get(report)
-    report["assumed"] = slopes
+    values, policies, packed = program(device_params, points)
+    table = np.asarray(packed)
+    report: dict[str, Any] = {"flags": table[:, : len(FLAG_COLUMNS)]}
+    for index, column in enumerate(fact_columns(plan)):
+        report[column] = table[:, len(FLAG_COLUMNS) + index].astype(bool)
     return choices, values, policies, report
+
+
+def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh | None) -> Any:
+    """Return the packed params on the devices, reusing the copy of the model's last params."""
+    cached = _DEVICE_PARAMS.get(model)
+    mesh_key = None if mesh is None else id(mesh)
+    if cached is not None and cached[:2] == (key, mesh_key):
+        return cached[2]
+    placed = jax.device_put(flat_params) if mesh is None else replicate(flat_params, mesh=mesh)
+    _DEVICE_PARAMS[model] = (key, mesh_key, placed)
+    return placed
 
 
 def _kernel_names(plan: SolvePlan, slopes: tuple[bool, ...]) -> tuple[str, ...]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,9 +25,22 @@ def compose(model: Model, targets: list[str]) -> Callable[[Mapping[str, Any]], d
 def composed_function(
     model: Model, targets: list[str]
 ) -> tuple[Callable[..., dict[str, Any]], tuple[str, ...]]:
-    """Return ``targets`` composed with dags (keyword arguments) and its argument names."""
-    func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
-    return func, tuple(inspect.signature(func).parameters)
+    """Return ``targets`` composed with dags (keyword arguments) and its argument names.
+
+    Compositions are cached per model: building one costs about a millisecond and a solve's
+    tracing asks for the same few many times.
+    """
+    cache = _COMPOSED.setdefault(model, {})
+    key = tuple(targets)
+    if key not in cache:
+        func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
+        cache[key] = (func, tuple(inspect.signature(func).parameters))
+    return cache[key]
+
+
+_COMPOSED: weakref.WeakKeyDictionary[Model, dict[tuple[str, ...], Any]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def sweep(

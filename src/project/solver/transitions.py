@@ -1,12 +1,14 @@
 """Check stochastic transitions on the grid: probabilities non-negative and summing to one.
 
 Each transition is evaluated only on the grids of the states and actions it depends on, for
-every period at once, and reduced on the device to one row per period. ``transition_stats`` is
-traced inside the per-(model, params) facts program (``facts.py``), which runs once per params.
+every period at once, and reduced on the device to one row per period. The solve program decides
+validity per period (``facts.py``); only when a check fails are the figures for the message
+computed again (``raise_for_invalid_transitions``).
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import jax
@@ -17,6 +19,8 @@ from project.errors import InvalidTransitionError, ModelSpecificationError
 from project.model.spec import Model, transition_target
 from project.points import float_dtype
 from project.solver.sweep import compose, sweep
+
+_STATS: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
 
 
 def transition_inputs(model: Model, state: str) -> list[str]:
@@ -65,9 +69,28 @@ def transition_stats(
     return stats
 
 
-def raise_for_invalid_transitions(model: Model, *, stats: dict[str, tuple[Any, Any]]) -> None:
+def transition_tolerance(dtype: Any) -> float:
+    """Return how far probabilities may fall below 0 or their sum stray from 1 (by precision)."""
+    return 1e-10 if np.dtype(dtype) == np.float64 else 1e-5
+
+
+def raise_for_invalid_transitions(
+    model: Model, *, params: dict[str, Any], grid_points: dict[str, jnp.ndarray]
+) -> None:
     """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
-    tolerance = 1e-10 if float_dtype() == np.float64 else 1e-5
+    if model not in _STATS:
+        _STATS[model] = jax.jit(
+            lambda params, grid_points, periods, ages: transition_stats(
+                model, params=params, grid_points=grid_points, periods=periods, ages=ages
+            )
+        )
+    stats = _STATS[model](
+        params,
+        grid_points,
+        jnp.arange(model.n_periods, dtype=jnp.int32),
+        np.asarray(model.ages, dtype=float_dtype()),
+    )
+    tolerance = transition_tolerance(float_dtype())
     for state, (low, worst) in stats.items():
         lowest, worst_sum = np.asarray(low), np.asarray(worst)
         bad = np.flatnonzero(~(lowest >= -tolerance) | ~(worst_sum <= tolerance))

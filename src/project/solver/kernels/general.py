@@ -8,8 +8,10 @@ in chunks on splayed axes); at each state point the loop action is searched bloc
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from project.solver.choice import finish, running_best
@@ -64,7 +66,26 @@ def build_general_kernel(plan: SolvePlan, *, block: int, mesh: Any = None) -> Ke
                 utility = None if table is None else jnp.take(table, indices, axis=position)
                 return jnp.moveaxis(q_of(points, utility), position, -1)
 
-            return running_best(q_of_indices, n_points=model.actions[loop].n_points, block=block)
+            def q_at(indices: jnp.ndarray) -> jnp.ndarray:
+                other_shape, width = indices.shape[:-1], indices.shape[-1]
+                combos = jnp.unravel_index(jnp.arange(math.prod(other_shape)), other_shape)
+
+                def one(combo: tuple[jnp.ndarray, ...], loop_indices: jnp.ndarray) -> Any:
+                    chosen = dict(zip(plan.other_actions, combo, strict=True))
+                    chosen[loop] = loop_indices
+                    points = {a: grid_points[a][chosen[a]].reshape(-1) for a in model.action_names}
+                    utility = None
+                    if table is not None:
+                        shape = [width if a == loop else 1 for a in model.action_names]
+                        utility = table[tuple(chosen[a] for a in model.action_names)].reshape(shape)
+                    return q_of(points, utility).reshape(width)
+
+                flat = jax.vmap(one)(combos, indices.reshape(-1, width))
+                return flat.reshape(*other_shape, width)
+
+            return running_best(
+                q_of_indices, n_points=model.actions[loop].n_points, block=block, q_at=q_at
+            )
 
         axes = [
             (s, grid_points[s], model.states[s].batch_size, s in sliced) for s in plan.swept_states

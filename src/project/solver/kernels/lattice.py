@@ -37,6 +37,7 @@ def lattice_continuation(plan: SolvePlan) -> Any:
         *,
         n_rows: int,
         batch: int,
+        **_: Any,
     ) -> Windows:
         steps = jnp.arange(n_lattice, dtype=row.dtype) - (n_actions - 1)
         savings = (state_grid.start - action_grid.start) + steps * action_step
@@ -55,6 +56,6 @@ def lattice_continuation(plan: SolvePlan) -> Any:
 
             return jax.vmap(window)((n_actions - 1 - indices).astype(jnp.int32))
 
-        return block
+        return Windows(block=block)
 
     return continuation

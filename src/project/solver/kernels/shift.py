@@ -41,6 +41,7 @@ def shift_continuation(plan: SolvePlan) -> Any:
         *,
         n_rows: int,
         batch: int,
+        **_: Any,
     ) -> Windows:
         first = grid_points[state][0]
         landing = jax.vmap(lambda c: law(env | {state: first, action: c})[f"next_{state}"])(
@@ -68,6 +69,6 @@ def shift_continuation(plan: SolvePlan) -> Any:
             slopes = jax.vmap(lambda b: jax.lax.dynamic_slice(slope, (b,), size))(begin)
             return levels + offset[indices][:, None] + weight[indices][:, None] * slopes
 
-        return block
+        return Windows(block=block)
 
     return continuation

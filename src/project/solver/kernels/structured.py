@@ -12,6 +12,7 @@ Splay on the state grid (``batch_size``) runs the search on chunks of it with ``
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -25,9 +26,23 @@ from project.solver.plan import SolvePlan
 from project.solver.q import utility_is_tabulated
 from project.solver.sweep import compose, sweep
 
-# (indices, offset) -> continuation (len(indices), batch) for state points offset..offset+batch.
-Windows = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]
-# (env, row, grid_points, n_rows=chunks x batch, batch=chunk length) -> Windows of one context.
+
+@dataclass(frozen=True)
+class Windows:
+    """The continuation of one context for the state points ``offset .. offset + batch``.
+
+    ``block(indices, offset)``: shape (len(indices), batch), one window per action index. A
+    continuation whose pairs are expensive also gives ``at(indices, offset)``: per state point
+    its own action indices, shape (batch, k), so the search evaluates again only each state's
+    winning group instead of sweeping twice (``choice.running_best``).
+    """
+
+    block: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]
+    at: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray] | None = None
+
+
+# (env, row, grid_points, n_rows=chunks x batch, batch=chunk length, flat_rows=every context's
+# row one after the other, context=this context's position there) -> Windows of one context.
 Continuation = Callable[..., Windows]
 
 
@@ -56,14 +71,29 @@ def build_structured_kernel(
         action_points = grid_points[action]
         beta = params[DISCOUNT_FACTOR]
 
-        def at_context(values: dict[str, jnp.ndarray], part: jnp.ndarray) -> Any:
+        axes = [(s, grid_points[s], model.states[s].batch_size, s in sliced) for s in contexts] + [
+            (a, grid_points[a], 0, False) for a in plan.other_actions
+        ]
+        rows = sweep(lambda values, part: row_of(env | values, part), axes, expected)
+        context_shape = rows.shape[:-1]
+        flat_rows = rows.reshape(-1)
+
+        def at_context(values: dict[str, jnp.ndarray], row: jnp.ndarray) -> Any:
             context_env = env | values
+            names = [*contexts, *plan.other_actions]
+            context = (
+                jnp.ravel_multi_index(tuple(values[n] for n in names), context_shape, mode="clip")
+                if names
+                else jnp.int32(0)
+            )
             windows = continuation(
                 context_env,
-                row_of(context_env, part),
+                row,
                 grid_points,
                 n_rows=n_chunks * batch,
                 batch=batch,
+                flat_rows=flat_rows,
+                context=context,
             )
 
             table = None
@@ -91,9 +121,20 @@ def build_structured_kernel(
                     out = jax.vmap(jax.vmap(pair, in_axes=(None, 0)), in_axes=(0, None))(
                         points, action_points[indices]
                     )
-                    return q_value(out, windows(indices, offset).T, indices)
+                    return q_value(out, windows.block(indices, offset).T, indices)
 
-                return running_best(q_of_indices, n_points=n_actions, block=block)
+                def q_at(indices: jnp.ndarray) -> jnp.ndarray:
+                    out = jax.vmap(jax.vmap(pair, in_axes=(None, 0)))(
+                        points, action_points[indices]
+                    )
+                    return q_value(out, windows.at(indices, offset), indices)
+
+                return running_best(
+                    q_of_indices,
+                    n_points=n_actions,
+                    block=block,
+                    q_at=None if windows.at is None else q_at,
+                )
 
             if n_chunks == 1:
                 return chunk(jnp.int32(0))
@@ -101,10 +142,8 @@ def build_structured_kernel(
             best, index = jax.lax.map(chunk, offsets)
             return best.reshape(-1)[:n_states], index.reshape(-1)[:n_states]
 
-        axes = [(s, grid_points[s], model.states[s].batch_size, s in sliced) for s in contexts] + [
-            (a, grid_points[a], 0, False) for a in plan.other_actions
-        ]
-        best, index = sweep(at_context, axes, expected)
+        row_axes = [(name, points, size, True) for name, points, size, _ in axes]
+        best, index = sweep(at_context, row_axes, rows)
         position = plan.swept_states.index(state)
         best, index = jnp.moveaxis(best, -1, position), jnp.moveaxis(index, -1, position)
         return finish(plan, best=best, index=index, env=env, grid_points=grid_points)
