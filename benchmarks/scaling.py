@@ -16,12 +16,12 @@ compile caches are per configuration.
    (wall and process CPU seconds), the peak RSS, ``device.memory_stats()`` of every device
    (``None`` on CPU, reported as "n/a") and, instead, per-device bytes: one device's shard of
    V (one period), of the whole solution (V and policy of every period), and of the regular
-   period kernel's compiled buffers (``lower(...).compile().memory_analysis()``: temporaries,
+   solve program's compiled buffers (``lower(...).compile().memory_analysis()``: temporaries,
    arguments, outputs; per device for an SPMD program).
 2. Splay curve: the IJRS model (float64, 5 periods) at ``n_wealth x n_consumption`` for several
    ``wealth_batch_size`` values (0 = unsplayed). Each child reports the first call, one or two
    warm calls (fewer when the point is slow, see ``--warm-budget``), the process peak RSS, the
-   RSS right after import and their difference ("solve peak"), and the regular kernel's
+   RSS right after import and their difference ("solve peak"), and the solve program's
    temporaries from ``memory_analysis()``. The target -- solve peak at most 0.5 GiB and warm
    time no slower than unsplayed -- is checked per batch size.
 
@@ -166,9 +166,9 @@ def _mesh(model: Any) -> Any:
 
 
 def _n_compiled(model: Any) -> int:
-    from project.solver import period_kernels  # noqa: PLC0415
+    from project.solver.program import compiled_programs  # noqa: PLC0415
 
-    return period_kernels(model, mesh=_mesh(model)).n_compiled()
+    return compiled_programs(model)
 
 
 def solution_digest(solution: Any) -> str:
@@ -206,35 +206,25 @@ def per_device_bytes(solution: Any) -> dict[str, Any]:
 
 
 def kernel_memory(model: Any, params: dict[str, Any], solution: Any) -> dict[str, Any]:
-    """Lower and compile the regular period kernel as ``solve`` calls it; return its buffers.
+    """Lower and compile the solve program as ``solve`` calls it; return its buffers.
 
     ``memory_analysis()`` of an SPMD executable describes one device's program, so the sizes
     are per device. With the arguments ``solve`` passes, JAX returns the executable those calls
     compiled (``compile_seconds`` is then about a millisecond); the peak RSS is read before.
     """
-    import jax.numpy as jnp  # noqa: PLC0415
-    from project.solver.backward import grid_points_of  # noqa: PLC0415
-
     from project.devices import replicate  # noqa: PLC0415
-    from project.model.params import validate_params  # noqa: PLC0415
-    from project.solver import period_kernels  # noqa: PLC0415
+    from project.model.params import pack_params, params_on_host  # noqa: PLC0415
+    from project.solver import grid_points_of  # noqa: PLC0415
+    from project.solver.plan import plan_for  # noqa: PLC0415
+    from project.solver.program import solve_program  # noqa: PLC0415
 
-    if model.n_periods < 2:
-        return {"error": "no regular period"}
-    validated = validate_params(model=model, params=params)
-    grid_points = grid_points_of(model)
     mesh = _mesh(model)
+    flat = pack_params(params_on_host(model=model, params=params))
     if mesh is not None:
-        validated, grid_points = replicate((validated, grid_points), mesh=mesh)
-    kernel = period_kernels(model, mesh=mesh).kernel
-    arguments = (
-        solution.value_function[1],
-        validated,
-        grid_points,
-        jnp.asarray(0, dtype=jnp.int32),
-        jnp.asarray(model.ages[0], dtype=jnp.asarray(0.0).dtype),
-    )
-    seconds, compiled = time_call(lambda: kernel.lower(*arguments).compile())
+        flat = replicate(flat, mesh=mesh)
+    program = solve_program(plan_for(model), kernels=solution.kernels, mesh=mesh)
+    arguments = (flat, grid_points_of(model, mesh=mesh))
+    seconds, compiled = time_call(lambda: program.lower(*arguments).compile())
     analysis = compiled.memory_analysis()
     if analysis is None:
         return {"compile_seconds": seconds, "error": "memory_analysis() returned None"}
@@ -499,11 +489,11 @@ Sharding: warm = median of solve(log_level="off") calls (>= 3); warm CPU = proce
   of them (load 1m = os.getloadavg()[0] at the child's start -> end), so the speed-up is bounded
   by the core count and is no prediction for real accelerators. memory_stats() is None on CPU
   ("n/a"); instead: V shard / dev = one device's block of V (one period), solution / dev = its
-  blocks of V and policy of all periods, kernel temp / arg+out = the regular period kernel's
-  buffers from compile().memory_analysis(), per device for an SPMD program.
+  blocks of V and policy of all periods, kernel temp / arg+out = the solve program's buffers
+  from compile().memory_analysis(), per device for an SPMD program.
 Splay: first call = trace + compile + run; warm = further calls (at most --repeats, fewer when
-  slow). solve peak = peak RSS - RSS right after import (JAX itself). kernel temp = the regular
-  kernel's temporaries (compile().memory_analysis()); live est. = temp + arguments + outputs -
+  slow). solve peak = peak RSS - RSS right after import (JAX itself). kernel temp = the solve
+  program's temporaries (compile().memory_analysis()); live est. = temp + arguments + outputs -
   aliased. Target: solve peak <= 0.5 GiB and warm wall time <= unsplayed (also shown by CPU)."""
 
 

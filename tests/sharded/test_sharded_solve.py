@@ -15,7 +15,7 @@ from project import ModelSpecificationError, solve
 from project.devices import replicate, state_mesh
 from project.model.params import pack_params, params_on_host
 from project.models import lifecycle
-from project.persist import load_solution, save_solution
+from project.persist import load_bundle, load_solution, save_bundle, save_solution
 from project.simulation import draw_initial_conditions, simulate
 from project.solver import grid_points_of, has_inf, has_nan
 from project.solver.plan import plan_for
@@ -188,13 +188,12 @@ def test_two_distributed_axes_must_multiply_to_the_device_count():
 
 
 def test_simulation_bundle_keeps_value_function_sharded(solutions, tmp_path):
-    from project.simulation import SimulationResult
 
     model, _, sharded = solutions
     initial = draw_initial_conditions(model=model, n_subjects=21, seed=4, distribution=DISTRIBUTION)
     result = simulate(params=PARAMS, initial_conditions=initial, solution=sharded, seed=9)
-    result.save(directory=tmp_path / "bundle")
-    loaded = SimulationResult.load(directory=tmp_path / "bundle", model=model)
+    save_bundle(result=result, directory=tmp_path / "bundle")
+    loaded = load_bundle(directory=tmp_path / "bundle", model=model)
     original = sharded.value_function[0]
     assert loaded.value_function[0].sharding.is_equivalent_to(original.sharding, original.ndim)
     np.testing.assert_array_equal(

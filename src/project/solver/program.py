@@ -140,3 +140,8 @@ def _segments(kernels: tuple[str, ...]) -> list[tuple[str, int, int]]:
         else:
             segments.append((name, period, period + 1))
     return segments
+
+
+def compiled_programs(model: Model) -> int:
+    """Return how many solve programs have been compiled for ``model`` (all meshes, choices)."""
+    return sum(program._cache_size() for program in _PROGRAMS.get(model, {}).values())

@@ -3,8 +3,8 @@
 Every period uses a structure kernel where the model has the structure (``plan.Structure``),
 else the ``general`` kernel. The ``shift`` kernel also needs the savings slope to be exactly 1
 in that period; where it is not, that period falls back to the ``row`` kernel. The last
-period reads a next-period V of zeros, so Q = u there whatever the kernel: it takes its neighbour's kernel and
-the whole horizon usually compiles as one kernel in one loop.
+period reads a next-period V of zeros, so Q = u there whatever the kernel: it takes its
+neighbour's kernel, and the whole horizon usually compiles as one kernel in one loop.
 """
 
 from __future__ import annotations
