@@ -112,18 +112,20 @@ def run_child(
     extra_args: Sequence[str] = (),
     timeout: float = 600,
     partial_on_timeout: bool = False,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run ``script --single <config> *extra_args`` in a fresh interpreter; return its result.
 
     On failure the returned dict holds ``error`` with the tail of the child's stderr. With
     ``partial_on_timeout``, a child that timed out after emitting a result line (children may
     emit several, each more complete) returns its last one with ``timed_out_after_seconds``.
+    ``env`` replaces the child's environment (default: this process's).
     """
     command = [sys.executable, str(script), "--single", json.dumps(config), *extra_args]
     started = time.perf_counter()
     try:
         completed = subprocess.run(
-            command, capture_output=True, text=True, timeout=timeout, check=False
+            command, capture_output=True, text=True, timeout=timeout, check=False, env=env
         )
     except subprocess.TimeoutExpired as error:
         partial = _last_result(_text(error.stdout)) if partial_on_timeout else None

@@ -40,7 +40,7 @@ from project.solver.facts import (
     slope_guess,
 )
 from project.solver.plan import SolvePlan, general_plan, plan_for
-from project.solver.program import FLAG_COLUMNS, solve_program
+from project.solver.program import FLAG_COLUMNS, compiled_programs, solve_program
 from project.solver.q import build_q_kernel
 from project.solver.selection import KernelChoice, choose_kernels, log_kernels
 from project.solver.solution import Solution
@@ -87,7 +87,7 @@ def solve(
     known = known_facts(model, key=key)
     known_slopes = None if known is None else known.unit_slope
     slopes = known_slopes if known_slopes is not None else slope_guess(model)
-    started = time.perf_counter()
+    started, compiled_before = time.perf_counter(), compiled_programs(model)
     choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
     if needs_slope_probe(plan) and tuple(report["unit_slope"]) != slopes:
         assumed = _kernel_names(plan, slopes)
@@ -126,10 +126,13 @@ def solve(
     if log_level in ("progress", "debug"):
         log_kernels(plan, choices)
         logger.info(
-            "Solved %r: %d periods in %.3f s.",
+            "Solved %r: %d periods in %.3f s%s.",
             model.name,
             model.n_periods,
             time.perf_counter() - started,
+            " (compiling the program included)"
+            if compiled_programs(model) > compiled_before
+            else "",
         )
     return solution
 
