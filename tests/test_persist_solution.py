@@ -41,6 +41,8 @@ def test_save_then_load_restores_every_array(solved, tmp_path):
     assert metadata["model"]["name"] == "precautionary"
     assert metadata["params"]["beta"] == pytest.approx(0.95)
     assert "jax" in metadata["versions"]
+    assert metadata["kernels"] == list(solution.kernels) == ["shift"] * model.n_periods
+    assert loaded.kernels == solution.kernels
 
 
 def test_failure_mid_save_keeps_the_previous_product(solved, tmp_path, monkeypatch):

@@ -65,6 +65,13 @@ def state_mesh(model: Model, *, devices: Sequence[Any] | None = None) -> Mesh | 
     return Mesh(mesh_devices, axis_names=_mesh_axis_names(model), **_auto_axis_types(len(shape)))
 
 
+def mesh_key(mesh: Mesh | None) -> tuple[Any, ...] | None:
+    """Return a hashable key that is equal for meshes of the same axes over the same devices."""
+    if mesh is None:
+        return None
+    return (mesh.axis_names, mesh.devices.shape, tuple(d.id for d in mesh.devices.flat))
+
+
 def _mesh_axis_names(model: Model) -> tuple[str, ...]:
     return tuple(model.permanent_states)
 

@@ -49,6 +49,7 @@ def save_solution(
         "model": solution.model.describe(),
         "params": {k: jnp.asarray(v).tolist() for k, v in solution.params.items()},
         "dtype": str(solution.value_function[0].dtype),
+        "kernels": list(solution.kernels),
         "versions": package_versions(),
         **(extra or {}),
     }
@@ -105,6 +106,7 @@ def load_solution(
         params={k: np.asarray(v) for k, v in metadata["params"].items()},
         value_function=[tree["value_function"][str(t)] for t in range(n_periods)],
         policy=[tree["policy"][str(t)] for t in range(n_periods)],
+        kernels=tuple(metadata.get("kernels", ())),
     )
 
 

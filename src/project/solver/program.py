@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from project.devices import value_spec
+from project.devices import mesh_key, value_spec
 from project.model.params import unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
@@ -59,8 +59,7 @@ def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | Non
     """Return the jitted program for these per-period kernels, built once and reused."""
     backend = jax.default_backend() if mesh is None else mesh.devices.flat[0].platform
     block = action_block(plan, backend=backend)
-    mesh_key = None if mesh is None else (mesh.axis_names, tuple(d.id for d in mesh.devices.flat))
-    key = (kernels, plan.structure, mesh_key, block, UNROLL_PERIODS, str(float_dtype()))
+    key = (kernels, plan.structure, mesh_key(mesh), block, UNROLL_PERIODS, str(float_dtype()))
     programs = _PROGRAMS.setdefault(plan.model, {})
     if key not in programs:
         programs[key] = jax.jit(

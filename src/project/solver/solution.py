@@ -18,7 +18,7 @@ class Solution:
     """V (``values[t]``) and the optimal policy (grid index per action) for every period.
 
     ``values`` has shape (periods, *states); ``policies`` maps each action to int32 indices of
-    the same shape. ``kernels`` names the kernel that solved each period (empty when loaded).
+    the same shape. ``kernels`` names the kernel that solved each period.
     """
 
     model: Model
@@ -35,6 +35,7 @@ class Solution:
         params: Mapping[str, Any],
         value_function: Sequence[jax.Array],
         policy: Sequence[Mapping[str, jax.Array]],
+        kernels: tuple[str, ...] = (),
     ) -> Solution:
         """Return a solution from per-period V and policies."""
         return cls(
@@ -42,6 +43,7 @@ class Solution:
             params=params,
             values=jnp.stack(list(value_function)),
             policies={a: jnp.stack([p[a] for p in policy]) for a in model.actions},
+            kernels=kernels,
         )
 
     @cached_property

@@ -17,14 +17,14 @@ import logging
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
-from project.devices import check_permanent_states, replicate, state_mesh
+from project.devices import check_permanent_states, mesh_key, replicate, state_mesh
 from project.grids import grid_points
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
@@ -84,96 +84,121 @@ def solve(
     device_params = _on_devices(model, flat_params, key=key, mesh=mesh)
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
-    known = known_facts(model, key=key)
-    known_slopes = None if known is None else known.unit_slope
-    slopes = known_slopes if known_slopes is not None else slope_guess(model)
+    known = known_facts(model, key=key) or KnownFacts(unit_slope=None, transitions_valid=False)
     started, compiled_before = time.perf_counter(), compiled_programs(model)
-    choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
-    if needs_slope_probe(plan) and tuple(report["unit_slope"]) != slopes:
-        assumed = _kernel_names(plan, slopes)
-        slopes = tuple(bool(s) for s in report["unit_slope"])
-        if _kernel_names(plan, slopes) != assumed:
-            choices, values, policies, report = _run(plan, slopes, device_params, points, mesh)
+    run = _run_with_right_kernels(
+        plan, known, device_params=device_params, points=points, mesh=mesh
+    )
     checks = log_level != "off"
-    transitions_valid = known is not None and known.transitions_valid
-    if checks and not transitions_valid:
-        if not all(report[c].all() for c in report if c.startswith("valid:")):
-            raise_for_invalid_transitions(
-                model, params=unpack_params(model=model, flat=device_params), grid_points=points
-            )
-        transitions_valid = True
+    if checks and not known.transitions_valid and not run.transitions_valid:
+        raise_for_invalid_transitions(
+            model, params=unpack_params(model=model, flat=device_params), grid_points=points
+        )
     remember_facts(
         model,
         key=key,
         facts=KnownFacts(
-            unit_slope=slopes if needs_slope_probe(plan) else known_slopes,
-            transitions_valid=transitions_valid,
+            unit_slope=run.unit_slope if needs_slope_probe(plan) else known.unit_slope,
+            transitions_valid=known.transitions_valid or (checks and run.transitions_valid),
         ),
     )
     solution = Solution(
         model=model,
         params=host_params,
-        values=values,
-        policies=policies,
-        kernels=tuple(c.name for c in choices),
+        values=run.values,
+        policies=run.policies,
+        kernels=tuple(c.name for c in run.choices),
     )
     if checks:
         report_flags(
-            report["flags"],
+            run.flags,
             log_level=log_level,
             describe=lambda period: _describe_nans(solution, period=period, points=points),
         )
     if log_level in ("progress", "debug"):
-        log_kernels(plan, choices)
+        log_kernels(plan, run.choices)
+        compiled = compiled_programs(model) > compiled_before
         logger.info(
             "Solved %r: %d periods in %.3f s%s.",
             model.name,
             model.n_periods,
             time.perf_counter() - started,
-            " (compiling the program included)"
-            if compiled_programs(model) > compiled_before
-            else "",
+            " (compiling the program included)" if compiled else "",
         )
     return solution
+
+
+class _Run(NamedTuple):
+    """One run of a solve program and what its report says."""
+
+    choices: tuple[KernelChoice, ...]
+    values: jax.Array
+    policies: dict[str, jax.Array]
+    flags: np.ndarray
+    unit_slope: tuple[bool, ...] | None
+    transitions_valid: bool
+
+
+def _run_with_right_kernels(
+    plan: SolvePlan,
+    known: KnownFacts,
+    *,
+    device_params: Any,
+    points: dict[str, jax.Array],
+    mesh: Mesh | None,
+) -> _Run:
+    """Run with the kernels the known (else the last seen) slopes imply; re-run if wrong."""
+    slopes = known.unit_slope if known.unit_slope is not None else slope_guess(plan.model)
+    run = _run(plan, slopes, device_params=device_params, points=points, mesh=mesh)
+    if run.unit_slope is not None and run.unit_slope != slopes:
+        assumed = tuple(c.name for c in run.choices)
+        corrected = choose_kernels(plan, unit_slope=run.unit_slope)
+        if tuple(c.name for c in corrected) != assumed:
+            run = _run(plan, run.unit_slope, device_params=device_params, points=points, mesh=mesh)
+    return run
 
 
 def _run(
     plan: SolvePlan,
     slopes: tuple[bool, ...],
+    *,
     device_params: Any,
     points: dict[str, jax.Array],
     mesh: Mesh | None,
-) -> tuple[tuple[KernelChoice, ...], jax.Array, dict[str, jax.Array], dict[str, Any]]:
+) -> _Run:
     """Run the program for the kernels that ``slopes`` implies; read its report (one sync)."""
     choices = choose_kernels(plan, unit_slope=slopes)
     program = solve_program(plan, kernels=tuple(c.name for c in choices), mesh=mesh)
     values, policies, packed = program(device_params, points)
     table = np.asarray(packed)
-    report: dict[str, Any] = {"flags": table[:, : len(FLAG_COLUMNS)]}
-    for index, column in enumerate(fact_columns(plan)):
-        report[column] = table[:, len(FLAG_COLUMNS) + index].astype(bool)
-    return choices, values, policies, report
+    facts = {
+        column: table[:, len(FLAG_COLUMNS) + index].astype(bool)
+        for index, column in enumerate(fact_columns(plan))
+    }
+    return _Run(
+        choices=choices,
+        values=values,
+        policies=policies,
+        flags=table[:, : len(FLAG_COLUMNS)],
+        unit_slope=tuple(bool(s) for s in facts["unit_slope"]) if "unit_slope" in facts else None,
+        transitions_valid=all(v.all() for c, v in facts.items() if c.startswith("valid:")),
+    )
 
 
 def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh | None) -> Any:
     """Return the packed params on the devices, reusing the copy of the model's last params."""
     cached = _DEVICE_PARAMS.get(model)
-    mesh_key = None if mesh is None else id(mesh)
-    if cached is not None and cached[:2] == (key, mesh_key):
+    if cached is not None and cached[:2] == (key, mesh_key(mesh)):
         return cached[2]
     placed = jax.device_put(flat_params) if mesh is None else replicate(flat_params, mesh=mesh)
-    _DEVICE_PARAMS[model] = (key, mesh_key, placed)
+    _DEVICE_PARAMS[model] = (key, mesh_key(mesh), placed)
     return placed
-
-
-def _kernel_names(plan: SolvePlan, slopes: tuple[bool, ...]) -> tuple[str, ...]:
-    return tuple(c.name for c in choose_kernels(plan, unit_slope=slopes))
 
 
 def grid_points_of(model: Model, *, mesh: Mesh | None = None) -> dict[str, jax.Array]:
     """Return every state and action grid's points in the working precision (cached)."""
     per_model = _GRID_POINTS.setdefault(model, {})
-    key = (str(float_dtype()), None if mesh is None else id(mesh))
+    key = (str(float_dtype()), mesh_key(mesh))
     if key not in per_model:
         points = grid_points(model.states | model.actions)
         per_model[key] = points if mesh is None else replicate(points, mesh=mesh)

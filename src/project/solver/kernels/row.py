@@ -3,9 +3,9 @@
 For models with one continuous state ``w`` (any grid) and one continuous action ``c``, where the
 other laws of motion and all transition probabilities ignore ``w`` and ``c`` and no realised
 outcome enters ``next_w``: next period's expected V of a discrete context is one row along the
-``w`` grid (``rows.py``), so a pair costs evaluating ``next_w``, locating it on the grid and one
-interpolation in that row (two reads of a 1-D array), whatever form ``next_w`` has. The general
-kernel instead reads next period's V through all its axes per pair.
+``w`` grid (``context_rows.py``), so a pair costs evaluating ``next_w``, locating it on the grid
+and one interpolation in that row (two reads of a 1-D array), whatever form ``next_w`` has.
+The general kernel instead reads next period's V through all its axes per pair.
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 Models with one continuous state ``w`` and one continuous action ``c`` whose continuation
 depends on the discrete context (discrete states and actions) only through one row of next
 period's expected V along the ``w`` grid (``plan.Structure``). Per period the frame forms every
-context's row (``rows.py``); the kernel-specific *continuation* turns a context's row into, for
-a block of action points, the continuation of every state point. Q = u + beta * continuation is
-masked by the constraints on (w, c) and searched with ``running_best``, vectorised over the
-state grid. Splay on the state grid (``batch_size``) runs the search on chunks of it with
-``lax.map``.
+context's row (``context_rows.py``); the kernel-specific *continuation* turns a context's row
+into, for a block of action points, the continuation of every state point. Q = u + beta *
+continuation is masked by the constraints on (w, c) and searched with ``running_best``,
+vectorised over the state grid. Splay on the state grid (``batch_size``) runs the search on
+chunks of it with ``lax.map``.
 
 The rows of all contexts are also handed over as one flat array per block of the permanent
 (sharded) states, so that a continuation that reads rows point by point (the row kernel)
@@ -28,7 +28,7 @@ import jax.numpy as jnp
 from project.model.spec import DISCOUNT_FACTOR
 from project.solver.choice import finish, running_best
 from project.solver.kernels.base import Kernel, prepared_next_value
-from project.solver.kernels.rows import build_row_function
+from project.solver.kernels.context_rows import build_row_function
 from project.solver.plan import SolvePlan
 from project.solver.q import utility_is_tabulated
 from project.solver.sweep import compose, sweep
