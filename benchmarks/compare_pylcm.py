@@ -340,44 +340,10 @@ def _fmt(value: float | None, spec: str) -> str:
 
 def report(summary: list[dict[str, Any]], horizon: list[dict[str, Any]]) -> None:
     """Print the ratio table, the goals and the horizon rows."""
-    rows = []
-    for row in summary:
-        rows.append(
-            [
-                row["size"],
-                _fmt(row["peer_warm_ms"], ".2f"),
-                _fmt(row["ours_warm_off_ms"], ".2f"),
-                _fmt(row["ours_warm_default_ms"], ".2f"),
-                _fmt(row["ratio_off"], ".3f"),
-                _fmt(row["ratio_default"], ".3f"),
-                _fmt(row["peer_first_s"], ".3f"),
-                _fmt(row["ours_first_off_s"], ".3f"),
-                _fmt(row["ours_first_default_s"], ".3f"),
-                _fmt(row["first_ratio_off"], ".2f"),
-                _fmt(row["first_ratio_default"], ".2f"),
-                _fmt(row["peer_rss_mib"], ".0f"),
-                _fmt(row["ours_rss_mib"], ".0f"),
-                _fmt(row["max_abs_dV"], ".1e"),
-            ]
-        )
+    rows = [[row["size"], *(_fmt(row[key], spec) for _, key, spec in COLUMNS)] for row in summary]
     print_table(
         "Warm solve and first call, ours / pylcm 0.0.1 (float64, T = 5, medians over rounds)",
-        [
-            "size",
-            "pylcm warm ms",
-            "ours off ms",
-            "ours default ms",
-            "ratio off",
-            "ratio default",
-            "pylcm first s",
-            "ours first off s",
-            "ours first default s",
-            "first ratio off",
-            "first ratio default",
-            "pylcm RSS MiB",
-            "ours RSS MiB",
-            "max |dV|",
-        ],
+        ["size", *(title for title, _, _ in COLUMNS)],
         rows,
     )
     goals = []
@@ -421,6 +387,23 @@ def report(summary: list[dict[str, Any]], horizon: list[dict[str, Any]]) -> None
                 for r in horizon
             ],
         )
+
+
+COLUMNS = [  # (title, summary key, format)
+    ("pylcm warm ms", "peer_warm_ms", ".2f"),
+    ("ours off ms", "ours_warm_off_ms", ".2f"),
+    ("ours default ms", "ours_warm_default_ms", ".2f"),
+    ("ratio off", "ratio_off", ".3f"),
+    ("ratio default", "ratio_default", ".3f"),
+    ("pylcm first s", "peer_first_s", ".3f"),
+    ("ours first off s", "ours_first_off_s", ".3f"),
+    ("ours first default s", "ours_first_default_s", ".3f"),
+    ("first ratio off", "first_ratio_off", ".2f"),
+    ("first ratio default", "first_ratio_default", ".2f"),
+    ("pylcm RSS MiB", "peer_rss_mib", ".0f"),
+    ("ours RSS MiB", "ours_rss_mib", ".0f"),
+    ("max |dV|", "max_abs_dV", ".1e"),
+]
 
 
 def _pass(ok: bool) -> str:

@@ -106,7 +106,7 @@ def program_facts(
         facts.append(
             jax.vmap(
                 lambda period, age: _slope_is_one(
-                    plan, params=params, grid_points=grid_points, period=period, age=age
+                    plan, env={**params, "period": period, "age": age}, grid_points=grid_points
                 )
             )(periods, ages)
         )
@@ -120,21 +120,16 @@ def program_facts(
 
 
 def _slope_is_one(
-    plan: SolvePlan,
-    *,
-    params: dict[str, jnp.ndarray],
-    grid_points: dict[str, jnp.ndarray],
-    period: jnp.ndarray,
-    age: jnp.ndarray,
+    plan: SolvePlan, *, env: dict[str, Any], grid_points: dict[str, jnp.ndarray]
 ) -> jnp.ndarray:
-    """Return whether d next_w / d w is exactly 1 in every discrete context."""
+    """Return whether d next_w / d w is exactly 1 in every discrete context of one period."""
     model = plan.model
     state, action = plan.structure.state, plan.structure.action
     law = compose(model, [f"next_{state}"])
     ancestors = model.ancestors(f"next_{state}")
     grids = model.states | model.actions
     inputs = [n for n, g in grids.items() if g.is_discrete and n in ancestors]
-    env = {**params, "period": period, "age": age, action: grid_points[action][0]}
+    env = env | {action: grid_points[action][0]}
     start = grid_points[state][0]
 
     def slope(values: dict[str, jnp.ndarray], _: Any) -> jnp.ndarray:

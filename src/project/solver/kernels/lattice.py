@@ -14,7 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.solver.kernels.structured import Windows
+from project.solver.kernels.structured import Context, Windows
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose
 
@@ -30,15 +30,9 @@ def lattice_continuation(plan: SolvePlan) -> Any:
     action_step = (action_grid.stop - action_grid.start) / (n_actions - 1)
     law = compose(model, [f"next_{state}"])
 
-    def continuation(
-        env: dict[str, Any],
-        row: jnp.ndarray,
-        grid_points: dict[str, jnp.ndarray],
-        *,
-        n_rows: int,
-        batch: int,
-        **_: Any,
-    ) -> Windows:
+    def continuation(context: Context) -> Windows:
+        env, row, grid_points = context.env, context.row, context.grid_points
+        n_rows, batch = context.n_rows, context.batch
         steps = jnp.arange(n_lattice, dtype=row.dtype) - (n_actions - 1)
         savings = (state_grid.start - action_grid.start) + steps * action_step
         zero = jnp.zeros((), dtype=row.dtype)

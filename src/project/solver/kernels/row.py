@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.solver.kernels.structured import Windows
+from project.solver.kernels.structured import Context, Windows
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose
 
@@ -28,24 +28,16 @@ def row_continuation(plan: SolvePlan) -> Any:
     n_states = grid.n_points
     law = compose(model, [f"next_{state}"])
 
-    def continuation(
-        env: dict[str, Any],
-        row: jnp.ndarray,
-        grid_points: dict[str, jnp.ndarray],
-        *,
-        n_rows: int,
-        batch: int,
-        flat_rows: jnp.ndarray,
-        context: jnp.ndarray,
-    ) -> Windows:
-        del row
+    def continuation(context: Context) -> Windows:
+        env, grid_points, flat_rows = context.env, context.grid_points, context.flat_rows
+        n_rows, batch = context.n_rows, context.batch
         points = grid_points[state]
         padded = jnp.concatenate([points, jnp.repeat(points[-1:], n_rows - n_states)])
         # Index the rows of all contexts as one flat array: under vmap over the contexts, a
         # read of the context's own row is a 2-D gather whose index array XLA builds anew
         # (concatenated, materialised) at every step of the search.
         flat_slopes = jnp.concatenate([flat_rows[1:] - flat_rows[:-1], flat_rows[-1:] * 0])
-        base = context * n_states
+        base = context.position * n_states
 
         def interpolate(landings: jnp.ndarray) -> jnp.ndarray:
             lower, weight = grid.locate(landings, points=points)

@@ -16,7 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.solver.kernels.structured import Windows
+from project.solver.kernels.structured import Context, Windows
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose
 
@@ -34,15 +34,8 @@ def shift_continuation(plan: SolvePlan) -> Any:
     inverse_step = (n_states - 1) / (grid.stop - grid.start)
     law = compose(model, [f"next_{state}"])
 
-    def continuation(
-        env: dict[str, Any],
-        row: jnp.ndarray,
-        grid_points: dict[str, jnp.ndarray],
-        *,
-        n_rows: int,
-        batch: int,
-        **_: Any,
-    ) -> Windows:
+    def continuation(context: Context) -> Windows:
+        env, row, grid_points = context.env, context.row, context.grid_points
         first = grid_points[state][0]
         landing = jax.vmap(lambda c: law(env | {state: first, action: c})[f"next_{state}"])(
             grid_points[action]
@@ -54,7 +47,7 @@ def shift_continuation(plan: SolvePlan) -> Any:
         start = jnp.clip(lower, -pad, pad)
         low_slope, high_slope = row[1] - row[0], row[-1] - row[-2]
         offset = (lower - start).astype(row.dtype) * jnp.where(lower < 0, low_slope, high_slope)
-        positions = jnp.arange(-pad, n_rows + pad + 1)
+        positions = jnp.arange(-pad, context.n_rows + pad + 1)
         below = row[0] + positions * low_slope
         above = row[-1] + (positions - (n_states - 1)) * high_slope
         inside = row[jnp.clip(positions, 0, n_states - 1)]
@@ -64,7 +57,7 @@ def shift_continuation(plan: SolvePlan) -> Any:
 
         def block(indices: jnp.ndarray, chunk: jnp.ndarray) -> jnp.ndarray:
             begin = first_read[indices] + chunk
-            size = (batch,)
+            size = (context.batch,)
             levels = jax.vmap(lambda b: jax.lax.dynamic_slice(level, (b,), size))(begin)
             slopes = jax.vmap(lambda b: jax.lax.dynamic_slice(slope, (b,), size))(begin)
             return levels + offset[indices][:, None] + weight[indices][:, None] * slopes

@@ -48,10 +48,26 @@ class Windows:
     at: Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray] | None = None
 
 
-# (env, row, grid_points, n_rows=chunks x batch, batch=chunk length, flat_rows=the rows of the
-# contexts of this permanent block one after the other, context=this context's position there)
-# -> Windows of one context.
-Continuation = Callable[..., Windows]
+@dataclass(frozen=True)
+class Context:
+    """What a continuation sees of one discrete context.
+
+    ``env``: params, period, age and the context's discrete states and actions; ``row``: next
+    period's expected V along the state grid; ``n_rows``: state points after padding to whole
+    chunks of ``batch``; ``flat_rows``: the rows of all contexts of this block of the permanent
+    states, one after the other, this one at ``position``.
+    """
+
+    env: dict[str, Any]
+    row: jnp.ndarray
+    grid_points: dict[str, jnp.ndarray]
+    n_rows: int
+    batch: int
+    flat_rows: jnp.ndarray
+    position: jnp.ndarray
+
+
+Continuation = Callable[[Context], Windows]
 
 
 def build_structured_kernel(
@@ -94,7 +110,7 @@ def build_structured_kernel(
                     grid_points,
                     row=row,
                     flat_rows=flat_rows,
-                    context=context,
+                    position=context,
                 )
 
             inner = [(*axes[i][:3], True) for i in others]
@@ -132,7 +148,7 @@ def _context_search(plan: SolvePlan, *, continuation: Continuation, block: int) 
         action_points = grid_points[action]
         beta = env[DISCOUNT_FACTOR]
         windows = continuation(
-            env, grid_points=grid_points, n_rows=n_chunks * batch, batch=batch, **rows
+            Context(env=env, grid_points=grid_points, n_rows=n_chunks * batch, batch=batch, **rows)
         )
         table = None
         if tabulate:
