@@ -39,15 +39,15 @@ def has_inf(x: jnp.ndarray) -> jnp.ndarray:
 def value_flags(value: jnp.ndarray, *, unlocated: jnp.ndarray) -> jnp.ndarray:
     """Return int32 [any NaN, #+inf, #-inf, #unlocated policies] of one period (traceable).
 
-    ``unlocated`` counts states whose best action the search did not locate (see
-    ``choice.running_best``); their V is right, their policy index is set to 0.
+    ``unlocated`` counts states with a finite or infinite (not NaN) V whose best action the
+    search did not locate (see ``choice.running_best``); their policy index is set to 0.
     """
     return jnp.stack(
         [
             jnp.isnan(value).any().astype(jnp.int32),
             jnp.sum(jnp.isposinf(value), dtype=jnp.int32),
             jnp.sum(jnp.isneginf(value), dtype=jnp.int32),
-            unlocated - jnp.sum(jnp.isnan(value), dtype=jnp.int32),
+            unlocated,
         ]
     )
 

@@ -27,7 +27,7 @@ import numpy as np
 from project.model.spec import Model
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose, sweep
-from project.solver.transitions import transition_stats, transition_tolerance
+from project.solver.transitions import transition_stats, transitions_valid
 
 # Fingerprints remembered per model (least recently used dropped first).
 MAX_CACHED_PARAMS = 64
@@ -99,7 +99,7 @@ def program_facts(
 
     ``unit_slope``: per period, whether d next_w / d w == 1 in every discrete context (only
     when ``needs_slope_probe``); ``valid:<state>``: per period, whether the state's transition
-    probabilities are non-negative and sum to one (``transitions.TOLERANCE``).
+    probabilities are non-negative and sum to one (``transitions.transitions_valid``).
     """
     facts = []
     if needs_slope_probe(plan):
@@ -113,9 +113,7 @@ def program_facts(
     stats = transition_stats(
         plan.model, params=params, grid_points=grid_points, periods=periods, ages=ages
     )
-    for lowest, worst_sum in stats.values():
-        tolerance = transition_tolerance(lowest.dtype)
-        facts.append((lowest >= -tolerance) & (worst_sum <= tolerance))
+    facts.extend(transitions_valid(lowest, worst_sum) for lowest, worst_sum in stats.values())
     return facts
 
 

@@ -81,7 +81,7 @@ def _build(
         unlocated = jnp.zeros((), dtype=jnp.int32)
         if plan.loop_action is not None:
             loop_policy = policy[plan.loop_action]
-            unlocated = jnp.sum(loop_policy < 0, dtype=jnp.int32)
+            unlocated = jnp.sum((loop_policy < 0) & ~jnp.isnan(value), dtype=jnp.int32)
             policy = policy | {plan.loop_action: jnp.maximum(loop_policy, 0)}
         if sharding is not None:
             value = jax.lax.with_sharding_constraint(value, sharding)

@@ -69,9 +69,14 @@ def transition_stats(
     return stats
 
 
-def transition_tolerance(dtype: Any) -> float:
-    """Return how far probabilities may fall below 0 or their sum stray from 1 (by precision)."""
-    return 1e-10 if np.dtype(dtype) == np.float64 else 1e-5
+def transitions_valid(lowest: Any, worst_sum: Any) -> Any:
+    """Return, per period, whether no probability is below 0 and no sum strays from 1.
+
+    Works on JAX arrays (inside the solve program) and NumPy arrays alike; the tolerance
+    follows the precision: 1e-10 in float64, 1e-5 in float32.
+    """
+    tolerance = 1e-10 if np.dtype(lowest.dtype) == np.float64 else 1e-5
+    return (lowest >= -tolerance) & (worst_sum <= tolerance)
 
 
 def raise_for_invalid_transitions(
@@ -90,10 +95,9 @@ def raise_for_invalid_transitions(
         jnp.arange(model.n_periods, dtype=jnp.int32),
         np.asarray(model.ages, dtype=float_dtype()),
     )
-    tolerance = transition_tolerance(float_dtype())
     for state, (low, worst) in stats.items():
         lowest, worst_sum = np.asarray(low), np.asarray(worst)
-        bad = np.flatnonzero(~(lowest >= -tolerance) | ~(worst_sum <= tolerance))
+        bad = np.flatnonzero(~transitions_valid(lowest, worst_sum))
         if bad.size:
             period = int(bad[0])
             inputs = transition_inputs(model, state)
