@@ -2,7 +2,9 @@
 
 The last period reads a next-period V of zeros. Periods that run the same kernel form a
 segment; a segment of more than one period is a ``lax.scan`` (one compiled body, so compile
-time does not grow with the horizon), a single period is called directly. The program takes the
+time does not grow with the horizon), a single period is called directly. Unrolling the periods
+instead was never faster and compiled 1.6-1.9x slower at T = 5 and 13x slower at T = 50
+(docs/tuning.md). The program takes the
 packed params and the grid points, and returns V and the policy of every period stacked along a
 leading period axis, plus the small int32 *report*: per period the NaN/Inf flags
 (``checks.py``) and the params facts (``facts.py``), read back in one transfer. Nothing runs on
@@ -33,8 +35,6 @@ from project.solver.plan import SolvePlan
 CPU_ACTION_BLOCK = 1
 # On accelerators, at most this many Q points (states x other actions x block) per step.
 ACCELERATOR_BLOCK_POINTS = 2**26
-# Periods of a segment: a lax.scan (False) or unrolled into the program (True).
-UNROLL_PERIODS = False
 
 Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], jax.Array]]
 # The report's first columns (checks.value_flags); facts.fact_columns follow.
@@ -59,17 +59,15 @@ def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | Non
     """Return the jitted program for these per-period kernels, built once and reused."""
     backend = jax.default_backend() if mesh is None else mesh.devices.flat[0].platform
     block = action_block(plan, backend=backend)
-    key = (kernels, plan.structure, mesh_key(mesh), block, UNROLL_PERIODS, str(float_dtype()))
+    key = (kernels, plan.structure, mesh_key(mesh), block, str(float_dtype()))
     programs = _PROGRAMS.setdefault(plan.model, {})
     if key not in programs:
-        programs[key] = jax.jit(
-            _build(plan, kernels=kernels, mesh=mesh, block=block, unroll=UNROLL_PERIODS)
-        )
+        programs[key] = jax.jit(_build(plan, kernels=kernels, mesh=mesh, block=block))
     return programs[key]
 
 
 def _build(
-    plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | None, block: int, unroll: bool
+    plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | None, block: int
 ) -> Callable[..., Any]:
     model = plan.model
     built = {name: build_kernel(name, plan, block=block, mesh=mesh) for name in set(kernels)}
@@ -99,15 +97,10 @@ def _build(
         if sharding is not None:
             next_value = jax.lax.with_sharding_constraint(next_value, sharding)
         for name, first, stop in reversed(_segments(kernels)):
-            if unroll or stop - first == 1:
-                outputs = []
-                for period in reversed(range(first, stop)):
-                    out = step(
-                        name, next_value, params, grid_points, jnp.int32(period), ages[period]
-                    )
-                    outputs.insert(0, out)
-                    next_value = out[0]
-                pieces.insert(0, jax.tree.map(lambda *xs: jnp.stack(xs), *outputs))
+            if stop - first == 1:
+                out = step(name, next_value, params, grid_points, jnp.int32(first), ages[first])
+                next_value = out[0]
+                pieces.insert(0, jax.tree.map(lambda x: x[None], out))
                 continue
 
             def body(carry, period_and_age, name=name):  # noqa: ANN001, ANN202
