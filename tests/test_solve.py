@@ -191,10 +191,7 @@ def test_one_program_compiles_once_whatever_the_horizon(n_periods):
     model = precautionary.build_model(n_wealth=20, n_consumption=20, n_periods=n_periods)
     solve(model=model, params=precautionary.DEFAULT_PARAMS)
     solve(model=model, params=dict(precautionary.DEFAULT_PARAMS, beta=0.9))
-    programs = program_module._PROGRAMS[model]
-    assert len(programs) == 1
-    (program,) = programs.values()
-    assert program._cache_size() == 1
+    assert program_module.compiled_programs(model) == 1
 
 
 def test_float32_by_default_and_float64_with_x64():
