@@ -26,8 +26,8 @@ TABLE = bundle_module.TABLE_NAME
 
 
 @pytest.fixture(scope="module")
-def result():
-    """A small lifecycle panel: four categoricals (states and actions) and continuous wealth.
+def case():
+    """A small lifecycle model, its solution and initial conditions for 40 subjects.
 
     One model keeps the file fast: compiling solve and simulate dominates its run time.
     """
@@ -40,8 +40,23 @@ def result():
         "wealth": {"uniform": [1, 10]},
     }
     initial = draw_initial_conditions(model=model, n_subjects=40, seed=1, distribution=distribution)
-    solution = solve(model=model, params=params)
+    return params, initial, solve(model=model, params=params)
+
+
+@pytest.fixture(scope="module")
+def result(case):
+    """A small lifecycle panel: four categoricals (states and actions) and continuous wealth."""
+    params, initial, solution = case
     return simulate(params=params, initial_conditions=initial, solution=solution, seed=7)
+
+
+@pytest.fixture(scope="module")
+def late_result(case):
+    """The same subjects, simulated from period 1 (of 0..2) on."""
+    params, initial, solution = case
+    return simulate(
+        params=params, initial_conditions=initial, solution=solution, seed=7, start_period=1
+    )
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +89,7 @@ def test_save_then_load_restores_every_array(result, saved):
     assert loaded.description == result.description
     assert loaded.ages == result.ages
     assert (loaded.seed, loaded.subject_batch_size) == (result.seed, result.subject_batch_size)
+    assert loaded.start_period == result.start_period == 0
     assert loaded.model is None
     pd.testing.assert_frame_equal(loaded.to_dataframe(), result.to_dataframe())
 
@@ -115,6 +131,7 @@ def test_metadata_is_sorted_indented_json(result, saved):
     assert metadata["n_subjects"] == result.n_subjects == 40
     assert metadata["seed"] == 7
     assert metadata["ages"] == [60.0, 61.0, 62.0]
+    assert metadata["start_period"] == 0
     assert metadata["params"]["beta"] == pytest.approx(0.96)
     assert metadata["params"]["disutility_of_work"] == pytest.approx([0.15, 0.6])
     assert metadata["additional_targets"] == []
@@ -273,3 +290,53 @@ def test_additional_targets_opt_in_and_need_the_model(result, tmp_path):
 
     with_model = load_bundle(directory=tmp_path / "bundle", model=result.model)
     pd.testing.assert_frame_equal(with_model.to_dataframe(additional_targets=targets), table)
+
+
+# ---------------------------------------------------------------------------------------------
+# A simulation started in a later period
+# ---------------------------------------------------------------------------------------------
+
+
+def test_a_simulation_from_a_later_period_round_trips(late_result, tmp_path):
+    save_bundle(result=late_result, directory=tmp_path / "late", additional_targets=["utility"])
+    metadata = json.loads((tmp_path / "late" / "metadata.json").read_text())
+    assert metadata["start_period"] == 1
+    assert metadata["ages"] == [60.0, 61.0, 62.0]
+    loaded = load_bundle(directory=tmp_path / "late")
+    assert loaded.start_period == 1
+    assert loaded.ages == late_result.ages
+    for name, original in late_result.columns.items():
+        assert original.shape == (40, 2)
+        assert loaded.columns[name].tobytes() == original.tobytes(), name
+    frame = loaded.to_dataframe()
+    pd.testing.assert_frame_equal(frame, late_result.to_dataframe(), check_exact=True)
+    assert frame["period"].tolist()[:2] == [1, 2]
+    assert frame["age"].tolist()[:2] == [61.0, 62.0]
+    table = pd.read_feather(tmp_path / "late" / TABLE)
+    with_model = load_bundle(directory=tmp_path / "late", model=late_result.model)
+    pd.testing.assert_frame_equal(with_model.to_dataframe(additional_targets=["utility"]), table)
+
+
+def test_bundle_without_start_period_loads_as_started_in_period_zero(result, bundle_copy):
+    metadata = json.loads((bundle_copy / "metadata.json").read_text())
+    del metadata["start_period"]
+    (bundle_copy / "metadata.json").write_text(json.dumps(metadata))
+    loaded = load_bundle(directory=bundle_copy)
+    assert loaded.start_period == 0
+    pd.testing.assert_frame_equal(loaded.to_dataframe(), result.to_dataframe())
+
+
+@pytest.mark.parametrize(
+    ("start_period", "match"),
+    [
+        (1, r"simulated arrays .* expected \(40, 2\) each"),
+        (3, r"start_period 3 is not one of the periods 0\.\.2"),
+        ("0", r"start_period '0' is not one of the periods"),
+    ],
+)
+def test_a_wrong_start_period_in_the_metadata_raises(bundle_copy, start_period, match):
+    metadata = json.loads((bundle_copy / "metadata.json").read_text())
+    metadata["start_period"] = start_period
+    (bundle_copy / "metadata.json").write_text(json.dumps(metadata))
+    with pytest.raises(CheckpointError, match=match):
+        load_bundle(directory=bundle_copy)

@@ -9,13 +9,20 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project.errors import GridInitializationError, ProjectError
+from project.errors import (
+    GridInitializationError,
+    InitialConditionsError,
+    InitialStateOutsideGridError,
+    ProjectError,
+    StateOutsideGridError,
+)
 from project.grids import (
     DiscreteGrid,
     IrregSpacedGrid,
     LinSpacedGrid,
     LogSpacedGrid,
     categories,
+    check_within_grid,
     grid_from_description,
     grid_points,
 )
@@ -484,11 +491,14 @@ def test_batched_grid_points_equal_eager_jax_linspace_bit_for_bit(x64_enabled):
         batched = evenly_spaced(EVENLY_SPACED)
         for (kind, start, stop, n_points), points in zip(EVENLY_SPACED, batched, strict=True):
             if kind == "linspace":
-                reference = jnp.linspace(start, stop, n_points)
+                reference = np.asarray(jnp.linspace(start, stop, n_points))
             else:
-                reference = jnp.exp(jnp.linspace(math.log(start), math.log(stop), n_points))
+                # Inside, jnp's points; the ends are start and stop exactly (tested below).
+                spaced = jnp.exp(jnp.linspace(math.log(start), math.log(stop), n_points))
+                reference = np.asarray(spaced).copy()
+                reference[[0, -1]] = start, stop
             assert points.dtype == reference.dtype == float_dtype()
-            np.testing.assert_array_equal(np.asarray(points), np.asarray(reference))
+            np.testing.assert_array_equal(np.asarray(points), reference)
     finally:
         jax.config.update("jax_enable_x64", False)
 
@@ -506,3 +516,103 @@ def test_grid_points_of_a_model_match_each_grids_own_points():
         np.testing.assert_array_equal(np.asarray(points[name]), np.asarray(grid.to_jax()))
     assert points["status"].dtype == jnp.int32
     np.testing.assert_array_equal(np.asarray(points["status"]), [0, 1, 2])
+
+
+# ----------------------------------------------------------------------------------------
+# Exact endpoints: a state given at a grid's start or stop lies on the grid
+# ----------------------------------------------------------------------------------------
+
+# (grid, start, stop). Before exact endpoints, exp(log(start)) missed start (or stop) on every
+# log grid here in at least one precision: 0.1 became 0.10000000000000002 in float64.
+ENDPOINT_GRIDS = {
+    "lin-0.1": (LinSpacedGrid(start=0.1, stop=0.7, n_points=7, name="lin"), 0.1, 0.7),
+    "lin-negative": (LinSpacedGrid(start=-3.7, stop=11.3, n_points=77, name="lin"), -3.7, 11.3),
+    "log-0.1": (LogSpacedGrid(start=0.1, stop=400.0, n_points=50, name="log"), 0.1, 400.0),
+    "log-1e-3": (LogSpacedGrid(start=1e-3, stop=3.3, n_points=33, name="log"), 1e-3, 3.3),
+    "log-0.3": (LogSpacedGrid(start=0.3, stop=7.0, n_points=9, name="log"), 0.3, 7.0),
+    "log-2-points": (LogSpacedGrid(start=0.1, stop=0.2, n_points=2, name="log"), 0.1, 0.2),
+    "irreg": (IrregSpacedGrid(points=[0.1, 0.2, 0.7, 3.3], name="irreg"), 0.1, 3.3),
+}
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+@pytest.mark.parametrize("case", list(ENDPOINT_GRIDS))
+def test_points_are_exactly_start_and_stop_at_both_ends(request, case, precision):
+    if precision == "float64":
+        request.getfixturevalue("x64")
+    grid, start, stop = ENDPOINT_GRIDS[case]
+    dtype = float_dtype()
+    assert dtype == np.dtype(precision)
+    expected = np.asarray([start, stop], dtype=dtype)
+    for made in (grid.to_jax(), grid_points({"x": grid})["x"]):
+        points = np.asarray(made)
+        assert points.dtype == dtype
+        assert points[[0, -1]].tobytes() == expected.tobytes(), points[[0, -1]].tolist()
+        assert np.all(np.diff(points) > 0)
+    if precision == "float64":
+        assert (float(points[0]), float(points[-1])) == (start, stop)
+
+
+def test_log_grid_starting_at_one_tenth_starts_at_one_tenth_in_float64(x64):
+    points = np.asarray(LogSpacedGrid(start=0.1, stop=400.0, n_points=50).to_jax())
+    assert repr(float(points[0])) == "0.1"
+    assert repr(float(points[-1])) == "400.0"
+
+
+# ----------------------------------------------------------------------------------------
+# check_within_grid
+# ----------------------------------------------------------------------------------------
+
+
+def test_state_outside_grid_errors_are_project_errors():
+    assert issubclass(StateOutsideGridError, ProjectError)
+    assert issubclass(StateOutsideGridError, ValueError)
+    assert issubclass(InitialStateOutsideGridError, InitialConditionsError)
+    assert issubclass(InitialStateOutsideGridError, StateOutsideGridError)
+
+
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_values_at_the_grid_ends_are_within_the_grid(request, precision):
+    if precision == "float64":
+        request.getfixturevalue("x64")
+    grid = LogSpacedGrid(start=0.1, stop=400.0, n_points=50, name="wealth_grid")
+    check_within_grid(name="wealth", grid=grid, values=[0.1, 400.0, 3.0, 0.1], what="State")
+    check_within_grid(name="wealth", grid=grid, values=np.float64(0.1), what="State")
+
+
+def test_value_just_below_the_grid_is_named_with_full_precision(x64):
+    grid = LogSpacedGrid(start=0.1, stop=400.0, n_points=50, name="wealth_grid")
+    below = np.nextafter(0.1, 0.0)
+    with pytest.raises(StateOutsideGridError) as info:
+        check_within_grid(name="wealth", grid=grid, values=[3.0, below, 400.0], what="State")
+    message = str(info.value)
+    assert type(info.value) is StateOutsideGridError
+    assert message.startswith("State 'wealth': entries [1] (1 in all) have values ")
+    assert "[0.09999999999999999]" in message
+    assert "the range [0.1, 400.0] of grid 'wealth_grid'" in message
+    assert "float64" in message
+    assert "move the values into that range or widen the grid" in message
+
+
+def test_values_outside_the_grid_are_listed_up_to_five():
+    grid = LinSpacedGrid(start=1.0, stop=5.0, n_points=5, name="assets")
+    values = [2.0, 5.5, np.nan, 0.25, 1.0, -1.0, 7.0, 8.0, 5.0]
+    with pytest.raises(StateOutsideGridError) as info:
+        check_within_grid(
+            name="a", grid=grid, values=values, what="Initial state", index_name="subjects"
+        )
+    message = str(info.value)
+    assert "Initial state 'a': subjects [1, 2, 3, 5, 6, ...] (6 in all)" in message
+    assert "have values [5.5, nan, 0.25, -1.0, 7.0, ...]" in message
+    assert "[1.0, 5.0] of grid 'assets' (its first and last points in float32)" in message
+
+
+def test_check_within_grid_names_positions_of_arrays_and_raises_the_given_error():
+    grid = IrregSpacedGrid(points=[0.0, 0.5, 2.0], name="irreg_axis")
+    values = np.asarray([[0.0, 2.5], [1.0, 2.0]])
+    with pytest.raises(InitialStateOutsideGridError, match=r"entries \[\(0, 1\)\] .*\[2\.5\]"):
+        check_within_grid(
+            name="x", grid=grid, values=values, what="State", error=InitialStateOutsideGridError
+        )
+    with pytest.raises(StateOutsideGridError, match="'x' must be numeric"):
+        check_within_grid(name="x", grid=grid, values=["a"], what="State")

@@ -131,6 +131,6 @@ def test_worker_retires_above_the_analytical_threshold():
     finally:
         jax.config.update("jax_enable_x64", False)
     wealth = np.linspace(1, 400, 400)
-    retire = np.asarray(solution.policy[0]["retirement"][ijrs.RetirementStatus.working])
+    retire = np.asarray(solution.policy_indices[0]["retirement"][ijrs.RetirementStatus.working])
     assert (retire[wealth > 90] == ijrs.RetirementStatus.retired).all()
     assert (retire[(wealth > 25) & (wealth < 80)] == ijrs.RetirementStatus.working).all()

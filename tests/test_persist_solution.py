@@ -31,7 +31,7 @@ def test_save_then_load_restores_every_array(solved, tmp_path):
     for original, restored in zip(solution.value_function, loaded.value_function, strict=True):
         np.testing.assert_array_equal(np.asarray(original), np.asarray(restored))
         assert restored.dtype == original.dtype
-    for original, restored in zip(solution.policy, loaded.policy, strict=True):
+    for original, restored in zip(solution.policy_indices, loaded.policy_indices, strict=True):
         assert original.keys() == restored.keys()
         for action in original:
             np.testing.assert_array_equal(

@@ -25,7 +25,14 @@ from test_cake_eating import (
 )
 from test_cake_eating import N as N_CAKE
 
-from project import InitialConditionsError, LinSpacedGrid, Model, solve
+from project import (
+    InitialConditionsError,
+    InitialStateOutsideGridError,
+    LinSpacedGrid,
+    LogSpacedGrid,
+    Model,
+    solve,
+)
 from project.models import ijrs, lifecycle, precautionary
 from project.models.income import rouwenhorst_matrix
 from project.simulation import (
@@ -461,7 +468,8 @@ def test_ijrs_initial_conditions_as_labels_codes_and_dataframe_agree(ijrs_case):
         ),
         (
             {"lagged_retirement": [0, 0, 0], "wealth": [0.5, 10.0, 401.0]},
-            r"'wealth': subjects \[0, 2\] \(2 in all\) lie outside the grid \[1, 400\]",
+            r"'wealth': subjects \[0, 2\] \(2 in all\) have values \[0\.5, 401\.0\] outside "
+            r"the range \[1\.0, 400\.0\] of grid 'wealth'",
         ),
         (
             {"lagged_retirement": [0] * 8, "wealth": [-1.0] * 8},
@@ -538,6 +546,35 @@ def test_wealth_at_the_grid_bounds_is_accepted_in_float32(lifecycle_case):
     assert drawn["wealth"].min() == pytest.approx(0.2)
 
 
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_simulation_from_the_first_point_of_a_log_grid_is_accepted(request, precision):
+    """exp(log(0.1)) is 0.10000000000000002: the grid's first point must be 0.1 itself."""
+    if precision == "float64":
+        request.getfixturevalue("x64")
+    model = build_log_wealth_model()
+    solution = solve(model=model, params={"beta": 0.9}, log_level="off")
+    wealth = [0.1, 10.0, 1.0]
+    result = simulate(
+        params={"beta": 0.9}, initial_conditions={"wealth": wealth}, solution=solution, seed=0
+    )
+    expected = np.asarray(wealth, dtype=precision)
+    assert result.columns["wealth"][:, 0].tobytes() == expected.tobytes()
+    assert np.isfinite(result.columns["value"]).all()
+
+
+def test_wealth_just_below_a_log_grid_names_the_grid_the_value_and_the_range(x64):
+    model = build_log_wealth_model()
+    below = np.nextafter(0.1, 0.0)
+    with pytest.raises(InitialStateOutsideGridError) as info:
+        validate_initial_conditions(model=model, initial_conditions={"wealth": [1.0, below]})
+    assert isinstance(info.value, InitialConditionsError)
+    message = str(info.value)
+    assert message.startswith("Initial state 'wealth': subjects [1] (1 in all)")
+    assert "values [0.09999999999999999]" in message
+    assert "outside the range [0.1, 10.0] of grid 'log_wealth'" in message
+    assert "widen the grid" in message
+
+
 def log_utility(consumption):
     return jnp.log(consumption)
 
@@ -551,6 +588,21 @@ def build_needs_one_model() -> Model:
         functions={
             "utility": log_utility,
             "next_wealth": lambda wealth, consumption: wealth - consumption + 2.0,
+        },
+        constraints={"affordable": lambda consumption, wealth: consumption <= wealth},
+        n_periods=2,
+    )
+
+
+def build_log_wealth_model() -> Model:
+    """Wealth on a log grid from 0.1: the first point of a log grid used to miss its start."""
+    return Model(
+        name="log_wealth",
+        states={"wealth": LogSpacedGrid(start=0.1, stop=10.0, n_points=15, name="log_wealth")},
+        actions={"consumption": LinSpacedGrid(start=0.01, stop=10.0, n_points=20, name="c")},
+        functions={
+            "utility": log_utility,
+            "next_wealth": lambda wealth, consumption: 1.05 * (wealth - consumption) + 0.2,
         },
         constraints={"affordable": lambda consumption, wealth: consumption <= wealth},
         n_periods=2,
@@ -586,7 +638,93 @@ def test_invalid_subject_batch_size_raises(precautionary_case, batch):
 
 
 # ---------------------------------------------------------------------------------------------
-# 7. draw_initial_conditions
+# 7. Starting in a later period
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "initial", "start_period"),
+    [
+        ("precautionary_case", precautionary_initial, 1),
+        # Not 3: a subject's wealth in period 3 lies below the grid (it was extrapolated).
+        ("precautionary_case", precautionary_initial, 2),
+        ("lifecycle_case", lifecycle_initial, 1),
+        ("lifecycle_case", lifecycle_initial, 3),  # the last period alone
+    ],
+)
+def test_simulation_from_period_k_continues_the_full_run_exactly(
+    request, case, initial, start_period
+):
+    """Draws use the true period: restarting from the states in period k changes nothing."""
+    model, params, solution = request.getfixturevalue(case)
+    full = simulate(params=params, initial_conditions=initial(), solution=solution, seed=5)
+    at_k = {name: full.columns[name][:, start_period] for name in model.state_names}
+    late = simulate(
+        params=params,
+        initial_conditions=at_k,
+        solution=solution,
+        seed=5,
+        start_period=start_period,
+    )
+    assert (full.start_period, late.start_period) == (0, start_period)
+    assert list(late.periods) == list(range(start_period, model.n_periods))
+    assert late.ages == full.ages
+    for name, values in full.columns.items():
+        expected = np.ascontiguousarray(values[:, start_period:])
+        assert late.columns[name].shape == expected.shape, name
+        assert late.columns[name].dtype == expected.dtype, name
+        assert late.columns[name].tobytes() == expected.tobytes(), name
+    if start_period == 1:
+        # The draws matter: income changes after period 1 for some subject.
+        income = late.columns["income"]
+        assert (income[:, 1:] != income[:, :1]).any()
+    frame = late.to_dataframe(additional_targets="all")
+    expected_frame = full.to_dataframe(additional_targets="all")
+    expected_frame = expected_frame[expected_frame["period"] >= start_period]
+    pd.testing.assert_frame_equal(frame, expected_frame.reset_index(drop=True), check_exact=True)
+    assert frame["period"].iloc[0] == start_period
+    assert frame["age"].iloc[0] == model.ages[start_period]
+
+
+@pytest.mark.parametrize(
+    ("start_period", "match"),
+    [
+        (-1, r"start_period=-1 is not a period of the model, which has periods 0\.\.3\. Give"),
+        (4, r"start_period=4 is not a period of the model, which has periods 0\.\.3"),
+        (1.0, r"start_period must be an int, got 1\.0 \(float\)\. Give the period .* 0\.\.3"),
+        ("1", r"start_period must be an int, got '1' \(str\)"),
+        (True, r"start_period must be an int, got True \(bool\)"),
+        (None, r"start_period must be an int, got None"),
+    ],
+)
+def test_invalid_start_period_raises(precautionary_case, start_period, match):
+    _, params, solution = precautionary_case
+    with pytest.raises(InitialConditionsError, match=match):
+        simulate(
+            params=params,
+            initial_conditions=precautionary_initial(),
+            solution=solution,
+            seed=0,
+            start_period=start_period,
+        )
+
+
+def test_numpy_int_start_period_is_accepted(precautionary_case):
+    _, params, solution = precautionary_case
+    result = simulate(
+        params=params,
+        initial_conditions=precautionary_initial(),
+        solution=solution,
+        seed=0,
+        start_period=np.int64(2),
+    )
+    assert result.start_period == 2
+    assert type(result.start_period) is int
+    assert result.columns["value"].shape == (N_SUBJECTS, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. draw_initial_conditions
 # ---------------------------------------------------------------------------------------------
 
 DISTRIBUTION = {
@@ -628,7 +766,11 @@ def test_draw_initial_conditions_is_deterministic_in_its_seed(lifecycle_case):
     ("change", "match"),
     [
         ({"wealth": {"normal": [0.0, 1.0]}}, "Unknown initial distribution"),
-        ({"wealth": {"uniform": [0.0, 30.0]}}, "lie outside the grid"),
+        (
+            {"wealth": {"uniform": [0.0, 30.0]}},
+            r"have values \[2\d\.\d+, .*\] outside the range \[0\.20000000298023224, 20\.0\] "
+            "of grid 'wealth'",
+        ),
         ({"income": {"value": 7}}, "codes outside"),
     ],
     ids=["unknown-spec", "outside-grid", "invalid-code"],

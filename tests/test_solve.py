@@ -51,14 +51,14 @@ def test_two_period_discrete_model_is_solved_exactly():
     solution = solve(model=two_period_model(), params={"beta": 0.95, "cost": 1.2})
     # Last period: bad health does not work (1 - 1.2 < 0), good health works (2 - 1.2).
     np.testing.assert_allclose(solution.value_function[1], [0.0, 0.8], rtol=1e-6)
-    np.testing.assert_array_equal(solution.policy[1]["work"], [Work.no, Work.yes])
+    np.testing.assert_array_equal(solution.policy_indices[1]["work"], [Work.no, Work.yes])
     # First period, good health: work (0.8 + 0.95 * 0) beats rest (0 + 0.95 * 0.8 = 0.76).
     np.testing.assert_allclose(solution.value_function[0], [0.0, 0.8], rtol=1e-6)
-    np.testing.assert_array_equal(solution.policy[0]["work"], [Work.no, Work.yes])
+    np.testing.assert_array_equal(solution.policy_indices[0]["work"], [Work.no, Work.yes])
     # A patient agent (beta = 1.1 > 1) rests to keep good health: 1.1 * 0.8 = 0.88 > 0.8.
     patient = solve(model=two_period_model(), params={"beta": 1.1, "cost": 1.2})
     np.testing.assert_allclose(patient.value_function[0], [0.0, 0.88], rtol=1e-6)
-    np.testing.assert_array_equal(patient.policy[0]["work"], [Work.no, Work.no])
+    np.testing.assert_array_equal(patient.policy_indices[0]["work"], [Work.no, Work.no])
 
 
 def assert_solutions_identical(left, right):
@@ -66,9 +66,10 @@ def assert_solutions_identical(left, right):
         zip(left.value_function, right.value_function, strict=True)
     ):
         np.testing.assert_array_equal(np.asarray(v_left), np.asarray(v_right), f"V, period {t}")
-        for action in left.policy[t]:
+        for action in left.policy_indices[t]:
             np.testing.assert_array_equal(
-                np.asarray(left.policy[t][action]), np.asarray(right.policy[t][action])
+                np.asarray(left.policy_indices[t][action]),
+                np.asarray(right.policy_indices[t][action]),
             )
 
 
@@ -133,7 +134,7 @@ def test_identity_transition_equals_deterministic_model():
     right = solve(model=deterministic, params=params)
     for v_left, v_right in zip(left.value_function, right.value_function, strict=True):
         np.testing.assert_allclose(v_left, v_right, rtol=1e-6, atol=1e-6)
-    for p_left, p_right in zip(left.policy, right.policy, strict=True):
+    for p_left, p_right in zip(left.policy_indices, right.policy_indices, strict=True):
         np.testing.assert_array_equal(p_left["consumption"], p_right["consumption"])
 
 

@@ -34,3 +34,15 @@ class CheckpointError(ProjectError, OSError):
 
 class InitialConditionsError(ProjectError, ValueError):
     """Initial conditions for a simulation are missing, unknown, invalid or infeasible."""
+
+
+class StateOutsideGridError(ProjectError, ValueError):
+    """A continuous state's value lies outside its grid's range, where V is only extrapolated."""
+
+
+class InitialStateOutsideGridError(InitialConditionsError, StateOutsideGridError):
+    """An initial state of a simulation lies outside its grid's range."""
+
+
+class InvalidStatesError(ProjectError, ValueError):
+    """States given to evaluate a solution are missing, unknown or not valid codes or numbers."""

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.errors import GridInitializationError
+from project.errors import GridInitializationError, StateOutsideGridError
 from project.points import Spec, evenly_spaced, float_dtype
 
 __all__ = [
@@ -29,7 +29,10 @@ __all__ = [
     "IrregSpacedGrid",
     "LinSpacedGrid",
     "LogSpacedGrid",
+    "check_within_grid",
 ]
+
+SHOWN = 5  # offending values named in an error message
 
 
 def _check_knobs(*, name: str, batch_size: Any, distributed: Any) -> None:
@@ -216,7 +219,10 @@ class _EvenlySpacedGrid(ContinuousGrid):
         return (self.kind, self.start, self.stop, self.n_points)
 
     def to_jax(self) -> jnp.ndarray:
-        """Return the points in the working precision (``jnp.linspace``, in logs for log grids)."""
+        """Return the points in the working precision (``jnp.linspace``, in logs for log grids).
+
+        The first and last points are exactly ``start`` and ``stop`` in the working dtype.
+        """
         return evenly_spaced([self.spec])[0]
 
     @property
@@ -354,6 +360,47 @@ def _check_continuous(
     if start >= stop:
         msg = f"{name}: start must be < stop, got start={start}, stop={stop}. Swap or widen them."
         raise GridInitializationError(msg)
+
+
+def check_within_grid(
+    *,
+    name: str,
+    grid: ContinuousGrid,
+    values: Any,
+    what: str,
+    index_name: str = "entries",
+    error: type[StateOutsideGridError] = StateOutsideGridError,
+) -> None:
+    """Raise ``error`` naming the values of state ``name`` outside ``grid``'s range (or NaN).
+
+    Values are compared in the working precision, as the solver holds the points: a value given
+    exactly at a grid's start or stop is inside. ``what`` says what the values are (e.g.
+    "Initial state"), ``index_name`` what their positions are (e.g. "subjects").
+    """
+    points = np.asarray(grid.to_jax())
+    try:
+        given = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exception:
+        msg = f"{what} {name!r} must be numeric to lie on grid {grid.name!r}: {exception}."
+        raise error(msg) from exception
+    working = given.astype(points.dtype)
+    lower, upper = float(points[0]), float(points[-1])
+    outside = ~((working >= points[0]) & (working <= points[-1]))
+    if not outside.any():
+        return
+    hits = np.argwhere(outside)
+    more = ", ..." if len(hits) > SHOWN else ""
+    shown = [tuple(int(i) for i in hit) for hit in hits[:SHOWN]]
+    positions = ", ".join(str(i[0]) if len(i) == 1 else str(i) for i in shown)
+    offending = ", ".join(repr(float(given[i])) for i in shown)
+    msg = (
+        f"{what} {name!r}: {index_name} [{positions}{more}] ({len(hits)} in all) have values "
+        f"[{offending}{more}] outside the range [{lower!r}, {upper!r}] of grid {grid.name!r} "
+        f"(its first and last points in {points.dtype}). The solution is only trusted on the "
+        "grid (outside it V is extrapolated linearly): move the values into that range or "
+        "widen the grid."
+    )
+    raise error(msg)
 
 
 def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:

@@ -3,7 +3,10 @@
 ``jnp.linspace`` compiles one small program per distinct grid size and bound type, about 0.1 s
 each the first time in a process. ``evenly_spaced`` computes any number of lin- and log-spaced
 grids in one jitted call, shared by every model with the same grid sizes. The values are those
-of ``jnp.linspace`` (and ``jnp.exp`` of it for log grids), bit for bit (``tests/test_grids.py``).
+of ``jnp.linspace`` (and ``jnp.exp`` of it for log grids), bit for bit (``tests/test_grids.py``),
+except that every grid's first and last points are exactly its ``start`` and ``stop`` as the
+working dtype rounds them: ``exp(log(0.1))`` is 0.10000000000000002, and a state given exactly at
+a grid's bound must lie on the grid.
 """
 
 from __future__ import annotations
@@ -34,7 +37,21 @@ def evenly_spaced(specs: Sequence[Spec]) -> list[jax.Array]:
         (start, stop) if kind == "linspace" else (math.log(start), math.log(stop))
         for kind, start, stop, _ in specs
     )
-    return list(_evenly_spaced(layout, bounds))
+    points = _evenly_spaced(layout, bounds)
+    # A linspace is exact at both ends (start * (1 - 0) + stop * 0, and stop appended); exp(log
+    # start) is not. The ends are set on the host: in the jitted program, XLA fuses the
+    # exponentials with a scatter or slice differently, one ulp off jnp's eager values inside.
+    return [
+        spaced if kind == "linspace" else _with_ends(spaced, start=start, stop=stop)
+        for (kind, start, stop, _), spaced in zip(specs, points, strict=True)
+    ]
+
+
+def _with_ends(points: jax.Array, *, start: float, stop: float) -> jax.Array:
+    """Return ``points`` with the first and last replaced by start and stop (rounded once)."""
+    host = np.array(points)
+    host[[0, -1]] = start, stop
+    return jax.device_put(host)
 
 
 @functools.partial(jax.jit, static_argnums=0)

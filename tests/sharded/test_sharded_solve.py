@@ -58,9 +58,10 @@ def test_sharded_value_function_equals_single_device_exactly(solutions):
         assert len(v_sharded.sharding.device_set) == 4
         assert v_sharded.sharding.is_equivalent_to(by_type, v_sharded.ndim)
         np.testing.assert_array_equal(np.asarray(v_single), np.asarray(v_sharded), f"period {t}")
-        for action in single.policy[t]:
+        for action in single.policy_indices[t]:
             np.testing.assert_array_equal(
-                np.asarray(single.policy[t][action]), np.asarray(sharded.policy[t][action])
+                np.asarray(single.policy_indices[t][action]),
+                np.asarray(sharded.policy_indices[t][action]),
             )
 
 

@@ -67,7 +67,8 @@ def plot_policy_functions(
     consumption_grid = np.asarray(model.actions[consumption_action].to_jax(), dtype=float)
     values = {t: np.asarray(solution.value_function[t], dtype=float) for t in periods}
     consumptions = {
-        t: consumption_grid[np.asarray(solution.policy[t][consumption_action])] for t in periods
+        t: consumption_grid[np.asarray(solution.policy_indices[t][consumption_action])]
+        for t in periods
     }
 
     with style.styled():

@@ -21,7 +21,8 @@ import dags
 import dags.exceptions
 
 from project.errors import ModelSpecificationError
-from project.grids import DiscreteGrid, Grid
+from project.grids import ContinuousGrid, DiscreteGrid, Grid
+from project.shocks import Shock
 
 RESERVED_ARGUMENTS = ("age", "period")
 DISCOUNT_FACTOR = "beta"
@@ -45,6 +46,12 @@ class Model:
             probability vector over its categories next period.
         n_periods: Number of periods; or give ``ages`` (one per period) instead.
         param_shapes: Shapes of array-valued parameters; every other parameter is a scalar.
+        shocks: iid shocks by name (``project.shocks``); laws of motion may take them as the
+            realisation between this period and the next. They are integrated out, not V axes.
+        post_decision_grid: The grid of the post-decision state (savings ``w - c`` of the one
+            continuous state ``w`` and action ``c``) on which the endogenous grid method inverts
+            the Euler equation. Its start is the borrowing limit. Without it the model is solved
+            on its grids only.
     """
 
     def __init__(
@@ -59,6 +66,8 @@ class Model:
         n_periods: int | None = None,
         ages: Sequence[float] | None = None,
         param_shapes: Mapping[str, tuple[int, ...]] | None = None,
+        shocks: Mapping[str, Shock] | None = None,
+        post_decision_grid: ContinuousGrid | None = None,
     ) -> None:
         self.name = name
         self.states = dict(states)
@@ -68,7 +77,10 @@ class Model:
         self.stochastic_transitions = dict(stochastic_transitions or {})
         self.ages = _horizon(name=name, n_periods=n_periods, ages=ages)
         self.param_shapes = {k: tuple(v) for k, v in (param_shapes or {}).items()}
+        self.shocks = dict(shocks or {})
+        self.post_decision_grid = post_decision_grid
         _validate_names(self)
+        _validate_shocks(self)
         _validate_graph(self)
         _validate_distributed(self)
         unknown_shapes = sorted(set(self.param_shapes) - set(self.params_template))
@@ -118,6 +130,8 @@ class Model:
         names = {DISCOUNT_FACTOR}
         for func in self.dag_functions.values():
             names.update(a for a in _arguments(func) if not self._is_known(a))
+        for shock in self.shocks.values():
+            names.update(shock.parameters)
         return {n: self.param_shapes.get(n, ()) for n in sorted(names)}
 
     def ancestors(self, target: str) -> set[str]:
@@ -150,6 +164,8 @@ class Model:
             or argument in self.actions
             or argument in self.dag_functions
             or argument in RESERVED_ARGUMENTS
+            or argument in self.shocks
+            or (argument == "marginal_utility" and "inverse_marginal_utility" in self.functions)
             or (argument.startswith("next_") and argument[5:] in self.stochastic_transitions)
         )
 
@@ -164,6 +180,10 @@ class Model:
             "constraints": sorted(self.constraints),
             "ages": list(self.ages),
             "params": {k: list(v) for k, v in self.params_template.items()},
+            "shocks": {k: s.describe() for k, s in self.shocks.items()},
+            "post_decision_grid": (
+                None if self.post_decision_grid is None else self.post_decision_grid.describe()
+            ),
         }
 
 
@@ -283,6 +303,57 @@ def _validate_graph(model: Model) -> None:
                 f"Model {name!r}: {target!r} depends on next-period outcomes {used}. Only laws "
                 "of motion may use them; utility, constraints and transitions see the current "
                 "period."
+            )
+            raise ModelSpecificationError(msg)
+
+
+def _validate_shocks(model: Model) -> None:
+    """Check shock names and that only laws of motion of deterministic states read shocks."""
+    name = model.name
+    grid = model.post_decision_grid
+    if grid is not None and not isinstance(grid, ContinuousGrid):
+        msg = (
+            f"Model {name!r}: post_decision_grid must be a continuous grid (e.g. a "
+            f"LogSpacedGrid of savings), got {grid!r}."
+        )
+        raise ModelSpecificationError(msg)
+    for shock_name, shock in model.shocks.items():
+        if not isinstance(shock, Shock):
+            msg = (
+                f"Model {name!r}: shock {shock_name!r} is {shock!r}, not a Shock. Use "
+                "DiscreteShock, NormalShock or LogNormalShock from project.shocks."
+            )
+            raise ModelSpecificationError(msg)
+        taken = (
+            set(model.states)
+            | set(model.actions)
+            | set(model.dag_functions)
+            | {*RESERVED_ARGUMENTS, DISCOUNT_FACTOR}
+        )
+        if shock_name in taken or shock_name.startswith("next_"):
+            msg = (
+                f"Model {name!r}: shock {shock_name!r} is named like a state, action, function "
+                "or reserved name. Give it its own name."
+            )
+            raise ModelSpecificationError(msg)
+    if not model.shocks:
+        return
+    period_targets = [
+        "utility",
+        *model.constraints,
+        *map(transition_target, model.stochastic_transitions),
+        *(f"next_{s}" for s in model.stochastic_transitions),
+    ]
+    for target in period_targets:
+        if target not in model.dag_functions:
+            continue
+        used = sorted(model.ancestors(target) & set(model.shocks))
+        if used:
+            msg = (
+                f"Model {name!r}: {target!r} depends on the iid shocks {used}. A shock is the "
+                "realisation between this period and the next: only laws of motion of "
+                "deterministic states may use it. Make a shock that enters utility a discrete "
+                "stochastic state instead."
             )
             raise ModelSpecificationError(msg)
 

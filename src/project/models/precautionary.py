@@ -9,6 +9,7 @@ import jax.numpy as jnp
 
 from project.grids import DiscreteGrid, LinSpacedGrid, categories
 from project.model import Model
+from project.models.iid_income import savings_grid
 from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 
 DEFAULT_PARAMS = {"beta": 0.95, "r": 0.0, "income_rho": 0.9, "income_sigma": 0.2}
@@ -22,8 +23,15 @@ def build_model(
     n_income: int = 5,
     wealth_batch_size: int = 0,
     income_batch_size: int = 0,
+    n_savings: int | None = None,
+    consumption_stop: float = 5.0,
 ) -> Model:
-    """Return the precautionary-savings model on wealth [1, 20] and consumption [0.1, 5]."""
+    """Return the precautionary-savings model on wealth [1, 20] and consumption [0.1, 5].
+
+    ``n_savings`` states a savings grid on [0, 20] (the borrowing limit is 0): the model can then
+    be solved with EGM too, and EGM becomes its default method. ``consumption_stop`` is the top
+    of the consumption grid: a bound on consumption for the grid solver (EGM has none).
+    """
 
     def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
         return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
@@ -44,7 +52,7 @@ def build_model(
         },
         actions={
             "consumption": LinSpacedGrid(
-                start=0.1, stop=5, n_points=n_consumption, name="consumption"
+                start=0.1, stop=consumption_stop, n_points=n_consumption, name="consumption"
             ),
         },
         functions={
@@ -56,6 +64,7 @@ def build_model(
         constraints={"borrowing_constraint": borrowing_constraint},
         stochastic_transitions={"income": income_transition},
         n_periods=n_periods,
+        post_decision_grid=None if n_savings is None else savings_grid(n_points=n_savings, stop=20),
     )
 
 

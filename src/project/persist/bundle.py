@@ -3,10 +3,12 @@
 Layout of a bundle directory::
 
     arrays/               orbax checkpoint {"value_function": {"0": V_0, ...},
-                                            "columns": {name: (n_subjects, n_periods) array}}
-    metadata.json         model description, state/action order, ages, params (lists, with
-                          dtypes), seed, subject_batch_size, n_subjects, package versions
-                          (human-readable JSON, sorted keys)
+                                            "columns": {name: (n_subjects, n_simulated) array}}
+    metadata.json         model description, state/action order, ages (every period's),
+                          start_period (the first simulated period: n_simulated = n_periods -
+                          start_period; 0 when absent), params (lists, with dtypes), seed,
+                          subject_batch_size, n_subjects, package versions (human-readable
+                          JSON, sorted keys)
     simulated_data.arrow  ``result.to_dataframe()`` as Feather (Arrow IPC, zstd), for analysis
     COMPLETE.json         the marker, written last; it holds SHA-256 digests of the arrays and of
                           the arrow file's bytes, so its bytes change exactly when they do
@@ -91,6 +93,8 @@ def save_bundle(
         "param_dtypes": {name: str(v.dtype) for name, v in params.items()},
         "seed": int(_to_numpy(result.seed)),
         "subject_batch_size": int(_to_numpy(result.subject_batch_size)),
+        "start_period": int(result.start_period),
+        "method": str(result.method),
         "n_subjects": int(tree["columns"]["value"].shape[0]),
         "additional_targets": [str(c) for c in frame.columns if c not in base],
         "versions": {**package_versions(), **{name: version(name) for name in TABLE_PACKAGES}},
@@ -136,6 +140,7 @@ def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationRes
     try:
         _check_arrays(directory=directory, tree=tree, metadata=metadata)
         ages = tuple(float(a) for a in metadata["ages"])
+        start_period = _start_period(metadata)
         return SimulationResult(
             description=_ordered_description(metadata),
             ages=ages,
@@ -150,6 +155,8 @@ def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationRes
                 for name, value in metadata["params"].items()
             },
             model=model,
+            start_period=start_period,
+            method=str(metadata.get("method", "grid")),
         )
     except (KeyError, TypeError, ValueError) as error:
         msg = f"{directory / METADATA_NAME} is malformed ({error!r}). {REBUILD_HINT}"
@@ -221,12 +228,23 @@ def _check_arrays(
             msg = f"The arrays of {directory} lack {group} {missing}. {REBUILD_HINT}"
             raise CheckpointError(msg)
     shapes = {name: array.shape for name, array in tree["columns"].items()}
-    if len({*shapes.values(), (metadata["n_subjects"], n_periods)}) != 1:
+    n_simulated = n_periods - _start_period(metadata)
+    if len({*shapes.values(), (metadata["n_subjects"], n_simulated)}) != 1:
         msg = (
             f"The simulated arrays of {directory} have shapes {shapes}, expected "
-            f"({metadata['n_subjects']}, {n_periods}) each. {REBUILD_HINT}"
+            f"({metadata['n_subjects']}, {n_simulated}) each. {REBUILD_HINT}"
         )
         raise CheckpointError(msg)
+
+
+def _start_period(metadata: dict[str, Any]) -> int:
+    """Return the first simulated period (0 in bundles saved before it was recorded)."""
+    start_period = metadata.get("start_period", 0)
+    n_periods = len(metadata["ages"])
+    if type(start_period) is not int or not 0 <= start_period < n_periods:
+        msg = f"start_period {start_period!r} is not one of the periods 0..{n_periods - 1}"
+        raise ValueError(msg)
+    return start_period
 
 
 def _ordered_description(metadata: dict[str, Any]) -> dict[str, Any]:

@@ -24,6 +24,9 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import state_mesh, value_spec
+from project.egm.program import EGMArrays
+from project.egm.solution import EGMSolution
+from project.egm.structure import egm_structure
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
@@ -40,15 +43,25 @@ def package_versions() -> dict[str, str]:
 def save_solution(
     *, solution: Solution, directory: Path, extra: dict[str, Any] | None = None
 ) -> Path:
-    """Write ``solution`` atomically to ``directory``; return the marker path (written last)."""
-    tree = {
-        "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
-        "policy": {str(t): dict(p) for t, p in enumerate(solution.policy)},
-    }
+    """Write ``solution`` atomically to ``directory``; return the marker path (written last).
+
+    A grid solution stores V and the policy indices per period; an EGM solution its endogenous
+    grids (``EGMArrays``) and savings grid. ``metadata.json`` records the method.
+    """
+    if solution.method == "egm":
+        tree = {"egm": {**solution.arrays._asdict(), "savings": solution.savings}}
+        dtype = str(solution.savings.dtype)
+    else:
+        tree = {
+            "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
+            "policy": {str(t): dict(p) for t, p in enumerate(solution.policy_indices)},
+        }
+        dtype = str(solution.value_function[0].dtype)
     metadata = {
         "model": solution.model.describe(),
         "params": {k: jnp.asarray(v).tolist() for k, v in solution.params.items()},
-        "dtype": str(solution.value_function[0].dtype),
+        "dtype": dtype,
+        "method": solution.method,
         "kernels": list(solution.kernels),
         "versions": package_versions(),
         **(extra or {}),
@@ -69,7 +82,7 @@ def save_solution(
 
 def load_solution(
     *, directory: Path, model: Model, devices: Sequence[Any] | None = None
-) -> Solution:
+) -> Solution | EGMSolution:
     """Restore a solution saved by ``save_solution`` for ``model``.
 
     Arrays of a model with distributed states are restored sharded onto the model's mesh over
@@ -92,7 +105,20 @@ def load_solution(
             f"{model.name!r}. Rebuild it with `pytask` or load it with the matching model."
         )
         raise CheckpointError(msg)
-    target = _abstract_target(model=model, metadata=metadata, devices=devices)
+    method = metadata.get("method", "grid")
+    if (
+        method == "egm"
+        and metadata["model"].get("post_decision_grid") != (model.describe()["post_decision_grid"])
+    ):
+        msg = (
+            f"{directory} holds an EGM solution on another post_decision_grid than "
+            f"{model.name!r} states. Rebuild it with `pytask` or load it with the matching model."
+        )
+        raise CheckpointError(msg)
+    if method == "egm":
+        target = _egm_target(model=model, metadata=metadata)
+    else:
+        target = _abstract_target(model=model, metadata=metadata, devices=devices)
     try:
         checkpointer = ocp.StandardCheckpointer()
         tree = checkpointer.restore(directory / "arrays", target)
@@ -100,6 +126,11 @@ def load_solution(
     except Exception as error:
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
         raise CheckpointError(msg) from error
+    params = {k: np.asarray(v) for k, v in metadata["params"].items()}
+    if method == "egm":
+        arrays = dict(tree["egm"])
+        savings = arrays.pop("savings")
+        return EGMSolution(model=model, params=params, arrays=EGMArrays(**arrays), savings=savings)
     n_periods = model.n_periods
     return Solution.from_periods(
         model=model,
@@ -154,6 +185,25 @@ def _abstract_target(
             t: {a: jax.ShapeDtypeStruct(shape, jnp.int32, sharding=sharding) for a in model.actions}
             for t in periods
         },
+    }
+
+
+def _egm_target(*, model: Model, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Return the abstract tree of an EGM solution (shapes follow from model and savings grid)."""
+    structure = egm_structure(model)
+    grid = model.post_decision_grid
+    n_savings = grid.n_points if grid is not None else 0
+    dtype = jnp.dtype(metadata["dtype"])
+    nodes = (model.n_periods, *structure.discrete_shape, n_savings + 1)
+    contexts = (model.n_periods, *structure.discrete_shape)
+    return {
+        "egm": {
+            "wealth": jax.ShapeDtypeStruct(nodes, dtype),
+            "consumption": jax.ShapeDtypeStruct(nodes, dtype),
+            "value_equivalent": jax.ShapeDtypeStruct(nodes, dtype),
+            "constrained_continuation": jax.ShapeDtypeStruct(contexts, dtype),
+            "savings": jax.ShapeDtypeStruct((n_savings,), dtype),
+        }
     }
 
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -28,85 +27,20 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from project.devices import replicate, shard_rows, subject_mesh, value_devices
 from project.errors import InitialConditionsError, InvalidValueFunctionError
 from project.model.params import validate_params
-from project.model.spec import Model, transition_target
+from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
-from project.simulation.initial import _subjects, validate_initial_conditions
-from project.simulation.keys import draw_category, subject_keys
+from project.simulation.initial import (
+    _subjects,
+    check_start_period,
+    validate_initial_conditions,
+)
 from project.simulation.result import SimulationResult
+from project.simulation.steps import steps_for
 from project.solver.checks import check_log_level
-from project.solver.choice import best_choice
-from project.solver.expectation import ExpectationPlan, prepare_next_value
-from project.solver.q import build_q_function
 from project.solver.solution import Solution
 from project.solver.solve import grid_points_of
-from project.solver.sweep import compose
 
 logger = logging.getLogger("project.simulation")
-
-_STEPS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
-    """Return the jitted step ``(states, ids, expected, params, grid_points, period, age, seed)``.
-
-    It returns (actions, value, next states) for a chunk of subjects.
-    """
-    plan = ExpectationPlan.for_model(model)
-    q_function = build_q_function(model, continuation=not terminal)
-    action_shape = tuple(g.n_points for g in model.actions.values())
-    stochastic = list(model.stochastic_transitions)
-    probabilities = compose(model, [transition_target(s) for s in stochastic])
-    laws = compose(model, [f"next_{s}" for s in model.deterministic_states])
-
-    def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
-        part = expected
-        for state in plan.sliced:
-            part = part[state_values[state]]
-        q = q_function(state_values, part, params, grid_points, period, age).ravel()
-        value, index = best_choice(q)
-        positions = jnp.unravel_index(index, action_shape) if action_shape else ()
-        actions = {a: grid_points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
-        if terminal:
-            return actions, value, state_values
-        env = {**params, **state_values, **actions, "period": period, "age": age}
-        probs = probabilities(env)
-        draws = {
-            s: draw_category(key=key, probabilities=probs[transition_target(s)], stream=j)
-            for j, s in enumerate(stochastic)
-        }
-        deterministic = laws(env | {f"next_{s}": c for s, c in draws.items()})
-        next_states = {s[5:]: v for s, v in deterministic.items()} | draws
-        for name, grid in model.states.items():
-            dtype = jnp.int32 if grid.is_discrete else q.dtype
-            next_states[name] = jnp.asarray(next_states[name]).astype(dtype)
-        return actions, value, next_states
-
-    def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
-        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
-        return jax.vmap(one_subject, in_axes=(0, 0, None, None, None, None, None))(
-            states, keys, expected, params, grid_points, period, age
-        )
-
-    return jax.jit(step)
-
-
-def _steps(model: Model) -> dict[str, Callable[..., Any]]:
-    if model not in _STEPS:
-        _STEPS[model] = {
-            "terminal": build_step(model, terminal=True),
-            "regular": build_step(model, terminal=False),
-            "expected": jax.jit(
-                lambda next_value, params, grid_points, period, age: prepare_next_value(
-                    model,
-                    next_value=next_value,
-                    grid_points=grid_points,
-                    env={**params, "period": period, "age": age},
-                )
-            ),
-        }
-    return _STEPS[model]
 
 
 def simulate(
@@ -117,8 +51,14 @@ def simulate(
     seed: int,
     subject_batch_size: int = 0,
     log_level: str = "warning",
+    start_period: int = 0,
 ) -> SimulationResult:
-    """Simulate every subject over all periods; ``subject_batch_size=0`` runs one pass."""
+    """Simulate every subject over all periods; ``subject_batch_size=0`` runs one pass.
+
+    ``start_period=k``: the initial conditions are the states in period k, and subjects live
+    periods k..n_periods-1 (the result's columns). Draws in period t are those of a simulation
+    started in period 0.
+    """
     check_log_level(log_level)
     if (
         isinstance(subject_batch_size, bool)
@@ -128,10 +68,12 @@ def simulate(
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
     model = solution.model
+    check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)
     initial = validate_initial_conditions(model=model, initial_conditions=initial_conditions)
     n_subjects = len(next(iter(initial.values())))
-    devices = value_devices(solution.value_function[0])
+    method = solution.method
+    devices = value_devices(solution.value_function[0]) if method == "grid" else jax.devices()[:1]
     mesh = subject_mesh(devices) if len(devices) > 1 else None
     chunk = -(-(subject_batch_size or n_subjects) // len(devices)) * len(devices)
     padded = -(-n_subjects // chunk) * chunk
@@ -139,19 +81,30 @@ def simulate(
     grid_points = grid_points_of(model)
     if mesh is not None:
         params, grid_points = replicate((params, grid_points), mesh=mesh)
-    steps = _steps(model)
+    steps = steps_for(model, method=method)
     periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
     ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
-    # The last period reads a V of zeros and discards the continuation, like the solver.
-    next_values = [*solution.value_function[1:], jnp.zeros_like(solution.value_function[-1])]
-    expected = [
-        _replicated(
-            steps["expected"](next_values[t], params, grid_points, periods[t], ages[t]),
-            mesh=mesh,
-        )
-        for t in range(model.n_periods)
-    ]
-    columns = _empty_columns(model=model, n_subjects=n_subjects, float_dtype=float_dtype)
+    if method == "egm":
+        expected = {
+            t: (solution.period_arrays(t), solution.savings[0])
+            for t in range(start_period, model.n_periods)
+        }
+    else:
+        # The last period reads a V of zeros and discards the continuation, like the solver.
+        next_values = [*solution.value_function[1:], jnp.zeros_like(solution.value_function[-1])]
+        expected = {
+            t: _replicated(
+                steps["expected"](next_values[t], params, grid_points, periods[t], ages[t]),
+                mesh=mesh,
+            )
+            for t in range(start_period, model.n_periods)
+        }
+    columns = _empty_columns(
+        model=model,
+        n_subjects=n_subjects,
+        n_periods=model.n_periods - start_period,
+        float_dtype=float_dtype,
+    )
     started = time.perf_counter()
     for start in range(0, padded, chunk):
         ids = np.arange(start, start + chunk)
@@ -165,7 +118,7 @@ def simulate(
         }
         subject_ids = _place(ids.astype(np.int32), mesh=mesh)
         history = []
-        for t in range(model.n_periods):
+        for t in range(start_period, model.n_periods):
             terminal = t == model.n_periods - 1
             step = steps["terminal"] if terminal else steps["regular"]
             actions, value, next_states = step(
@@ -195,7 +148,7 @@ def simulate(
                 n_subjects,
                 time.perf_counter() - started,
             )
-    _check_simulated_values(values=columns["value"], log_level=log_level)
+    _check_simulated_values(values=columns["value"], log_level=log_level, start_period=start_period)
     return SimulationResult.from_simulation(
         model=model,
         params=params,
@@ -203,6 +156,7 @@ def simulate(
         columns=columns,
         seed=seed,
         subject_batch_size=subject_batch_size,
+        start_period=start_period,
     )
 
 
@@ -217,22 +171,25 @@ def _replicated(value: jax.Array, *, mesh: Mesh | None) -> jax.Array:
     return jax.device_put(value, NamedSharding(mesh, PartitionSpec()))
 
 
-def _empty_columns(*, model: Model, n_subjects: int, float_dtype: Any) -> dict[str, np.ndarray]:
+def _empty_columns(
+    *, model: Model, n_subjects: int, n_periods: int, float_dtype: Any
+) -> dict[str, np.ndarray]:
     columns = {}
     for name, grid in (model.states | model.actions).items():
         dtype = np.int32 if grid.is_discrete else np.dtype(float_dtype)
-        columns[name] = np.zeros((n_subjects, model.n_periods), dtype=dtype)
-    columns["value"] = np.zeros((n_subjects, model.n_periods), dtype=np.dtype(float_dtype))
+        columns[name] = np.zeros((n_subjects, n_periods), dtype=dtype)
+    columns["value"] = np.zeros((n_subjects, n_periods), dtype=np.dtype(float_dtype))
     return columns
 
 
-def _check_simulated_values(*, values: np.ndarray, log_level: str) -> None:
+def _check_simulated_values(*, values: np.ndarray, log_level: str, start_period: int) -> None:
     if log_level == "off":
         return
     infeasible = np.isneginf(values)
     if infeasible[:, 0].any():
         msg = (
-            f"{_subjects(infeasible[:, 0])} have no feasible action in the first period. "
+            f"{_subjects(infeasible[:, 0])} have no feasible action in the first simulated "
+            f"period ({start_period}). "
             "Check their initial conditions against the constraints."
         )
         raise InitialConditionsError(msg)

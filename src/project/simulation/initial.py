@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from project.errors import InitialConditionsError
-from project.grids import DiscreteGrid
+from project.errors import InitialConditionsError, InitialStateOutsideGridError
+from project.grids import DiscreteGrid, check_within_grid
 from project.model.spec import Model
 
 SHOWN = 5
@@ -24,6 +24,22 @@ def _subjects(mask: np.ndarray) -> str:
     hits = np.flatnonzero(mask)
     shown = ", ".join(str(i) for i in hits[:SHOWN])
     return f"subjects [{shown}{', ...' if hits.size > SHOWN else ''}] ({hits.size} in all)"
+
+
+def check_start_period(*, start_period: Any, n_periods: int) -> None:
+    """Raise unless ``start_period`` is an int period of the model, 0..n_periods-1."""
+    if isinstance(start_period, bool) or not isinstance(start_period, int | np.integer):
+        msg = (
+            f"start_period must be an int, got {start_period!r} ({type(start_period).__name__}). "
+            f"Give the period the initial conditions are in, 0..{n_periods - 1}."
+        )
+        raise InitialConditionsError(msg)
+    if not 0 <= start_period < n_periods:
+        msg = (
+            f"start_period={start_period} is not a period of the model, which has periods "
+            f"0..{n_periods - 1}. Give the period the initial conditions are in."
+        )
+        raise InitialConditionsError(msg)
 
 
 def validate_initial_conditions(
@@ -86,15 +102,14 @@ def _validate_state(*, name: str, grid: Any, values: np.ndarray) -> np.ndarray:
     if invalid.any():
         msg = f"Initial state {name!r}: {_subjects(invalid)} have non-finite values."
         raise InitialConditionsError(msg)
-    points = np.asarray(grid.to_jax())
-    working = numeric.astype(points.dtype)
-    outside = (working < points[0]) | (working > points[-1])
-    if outside.any():
-        msg = (
-            f"Initial state {name!r}: {_subjects(outside)} lie outside the grid "
-            f"[{points[0]:g}, {points[-1]:g}] of {grid.name}. Widen the grid or move them inside."
-        )
-        raise InitialConditionsError(msg)
+    check_within_grid(
+        name=name,
+        grid=grid,
+        values=numeric,
+        what="Initial state",
+        index_name="subjects",
+        error=InitialStateOutsideGridError,
+    )
     return numeric
 
 

@@ -1,5 +1,8 @@
 """The simulated panel: arrays per variable (subjects x periods) and the results table.
 
+A simulation started in period ``start_period = k`` holds periods k..n_periods-1: column j of
+every array is period k + j, and the table's period and age columns show the true periods.
+
 ``to_dataframe`` builds one row per subject and period on the host; additional targets (any
 function of the model) are evaluated in chunks of rows, never all periods on the device at once.
 """
@@ -14,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
@@ -35,6 +39,8 @@ class SimulationResult:
     value_function: tuple[Any, ...]
     params: dict[str, np.ndarray]
     model: Model | None = field(default=None, repr=False)
+    start_period: int = 0
+    method: str = "grid"
 
     @classmethod
     def from_simulation(
@@ -42,10 +48,11 @@ class SimulationResult:
         *,
         model: Model,
         params: dict[str, Any],
-        solution: Solution,
+        solution: Solution | EGMSolution,
         columns: dict[str, np.ndarray],
         seed: int,
         subject_batch_size: int,
+        start_period: int = 0,
     ) -> SimulationResult:
         """Assemble a result right after simulating."""
         return cls(
@@ -57,6 +64,8 @@ class SimulationResult:
             value_function=solution.value_function,
             params={k: np.asarray(v) for k, v in params.items()},
             model=model,
+            start_period=int(start_period),
+            method=solution.method,
         )
 
     @property
@@ -74,6 +83,11 @@ class SimulationResult:
         """Return the number of simulated subjects."""
         return self.columns["value"].shape[0]
 
+    @property
+    def periods(self) -> range:
+        """Return the simulated periods, one per column of the arrays."""
+        return range(self.start_period, self.start_period + self.columns["value"].shape[1])
+
     def _labels(self, name: str) -> list[str] | None:
         grid = {**self.description["states"], **self.description["actions"]}[name]
         return grid.get("labels")
@@ -89,7 +103,7 @@ class SimulationResult:
         n_subjects, n_periods = self.columns["value"].shape
         frame = {
             "subject_id": np.repeat(np.arange(n_subjects, dtype=np.int64), n_periods),
-            "period": np.tile(np.arange(n_periods, dtype=np.int64), n_subjects),
+            "period": np.tile(np.asarray(self.periods, dtype=np.int64), n_subjects),
         }
         frame["age"] = np.asarray(self.ages, dtype=float)[frame["period"]]
         frame["value"] = self.columns["value"].ravel()
@@ -132,7 +146,12 @@ class SimulationResult:
             msg = f"Targets {non_scalar} are not one number per subject and period."
             raise ModelSpecificationError(msg)
         return evaluate_targets(
-            model=model, params=self.params, targets=targets, columns=self.columns, ages=self.ages
+            model=model,
+            params=self.params,
+            targets=targets,
+            columns=self.columns,
+            ages=self.ages,
+            start_period=self.start_period,
         )
 
 
@@ -171,15 +190,20 @@ def evaluate_targets(
     targets: list[str],
     columns: dict[str, np.ndarray],
     ages: tuple[float, ...],
+    start_period: int = 0,
 ) -> dict[str, np.ndarray]:
-    """Evaluate model functions on every (subject, period) row, in chunks of rows."""
+    """Evaluate model functions on every (subject, period) row, in chunks of rows.
+
+    Column j of ``columns`` is period ``start_period + j``; ``ages`` holds every period's age.
+    """
     float_dtype = working_float_dtype()
     device_params = {k: jnp.asarray(v, dtype=float_dtype) for k, v in params.items()}
     evaluate = jax.jit(jax.vmap(_row_function(model, targets), in_axes=(0, None)))
 
     names = [*model.state_names, *model.action_names]
     n_rows = columns["value"].size
-    periods = np.tile(np.arange(len(ages)), columns["value"].shape[0])
+    n_subjects, n_periods = columns["value"].shape
+    periods = np.tile(start_period + np.arange(n_periods), n_subjects)
     out = {t: np.empty(n_rows, dtype=np.dtype(float_dtype)) for t in targets}
     for start in range(0, n_rows, TARGET_CHUNK_ROWS):
         stop = min(start + TARGET_CHUNK_ROWS, n_rows)

@@ -157,7 +157,7 @@ def _structure(model: Model) -> Structure:
     func, arguments = composed_function(model, [law])
     proof = prove_savings_form(
         lambda **kwargs: func(**kwargs)[law],
-        arguments={a: _abstract(model, a) for a in arguments},
+        arguments={a: abstract_argument(model, a) for a in arguments},
         state=state,
         action=action,
     )
@@ -200,6 +200,9 @@ def _row_obstacle(model: Model) -> str:
             f"{len(states)} continuous states and {len(actions)} continuous actions (the "
             "structure kernels need one of each)"
         )
+    shocked = [t for t in _transition_targets(model) if model.ancestors(t) & set(model.shocks)]
+    if shocked:
+        return f"{shocked[0]!r} uses iid shocks (integrated inside the general kernel)"
     state, action = states[0], actions[0]
     law = f"next_{state}"
     dependent = [
@@ -228,7 +231,7 @@ def _step_ratio(state_grid: LinSpacedGrid, action_grid: Grid) -> int:
     return 0
 
 
-def _abstract(model: Model, name: str) -> jax.ShapeDtypeStruct:
+def abstract_argument(model: Model, name: str) -> jax.ShapeDtypeStruct:
     """Return the abstract scalar (or param array) that ``name`` takes in one state-action point."""
     grids = model.states | model.actions
     working = float_dtype()

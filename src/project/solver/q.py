@@ -15,6 +15,7 @@ import jax.numpy as jnp
 
 from project.grids import Grid
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
+from project.shocks import shock_tables
 from project.solver.expectation import ExpectationPlan, build_contraction, prepare_next_value
 from project.solver.interpolation import interpolate_value
 from project.solver.sweep import compose, sweep, weighted_sum
@@ -70,6 +71,7 @@ def build_q_function(
         env = {**params, **state_values, "period": period, "age": age}
         if continuation and plan.contract_in_sweep:
             expected = contract(expected, env)
+        shock_values, shock_weights, _ = shock_tables(model.shocks, params)
 
         def action_value(action_values: dict[str, jnp.ndarray], given: Any) -> jnp.ndarray:
             env_action = env | action_values
@@ -83,9 +85,12 @@ def build_q_function(
             if not continuation:
                 return jnp.where(feasible, out["utility"], -jnp.inf)
 
-            def outcome_value(codes: jnp.ndarray) -> jnp.ndarray:
+            def outcome_value(
+                codes: jnp.ndarray, shocks: dict[str, jnp.ndarray] | None = None
+            ) -> jnp.ndarray:
                 outcomes = {s: codes[i] for i, s in enumerate(plan.kept)}
                 env_outcome = env_action | {f"next_{s}": c for s, c in outcomes.items()}
+                env_outcome |= shocks or {}
                 next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
                 return interpolate_value(
                     values=expected,
@@ -94,7 +99,22 @@ def build_q_function(
                     grid_points=grid_points,
                 )
 
-            if plan.kept:
+            if model.shocks:
+                # Every (kept outcome, shock node) pair, weighted by its joint probability.
+                codes = (
+                    jnp.stack(
+                        [c.ravel() for c in jnp.indices(kept_sizes, dtype=jnp.int32)], axis=-1
+                    )
+                    if plan.kept
+                    else jnp.zeros((1, 0), dtype=jnp.int32)
+                )
+                kept_joint = joint_probabilities([out[transition_target(s)] for s in plan.kept])
+                per_pair = jax.vmap(
+                    lambda c: jax.vmap(lambda v: outcome_value(c, v))(shock_values)
+                )(codes)
+                joint = jnp.multiply.outer(kept_joint, shock_weights).ravel()
+                expected_value = weighted_sum(joint, per_pair.ravel())
+            elif plan.kept:
                 codes = jnp.stack(
                     [c.ravel() for c in jnp.indices(kept_sizes, dtype=jnp.int32)], axis=-1
                 )

@@ -9,8 +9,11 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from project.model.spec import Model
+from project.solver.evaluate import evaluate_grid_solution
+from project.solver.states import validate_states
 
 
 @dataclass(frozen=True)
@@ -18,8 +21,11 @@ class Solution:
     """V (``values[t]``) and the optimal policy (grid index per action) for every period.
 
     ``values`` has shape (periods, *states); ``policies`` maps each action to int32 indices of
-    the same shape. ``kernels`` names the kernel that solved each period.
+    the same shape. ``kernels`` names the kernel that solved each period. ``value`` and
+    ``policy`` evaluate the solution at any states (off the grid too).
     """
+
+    method = "grid"
 
     model: Model
     params: Mapping[str, Any]
@@ -52,7 +58,7 @@ class Solution:
         return tuple(self.values[t] for t in range(self.model.n_periods))
 
     @cached_property
-    def policy(self) -> tuple[dict[str, jax.Array], ...]:
+    def policy_indices(self) -> tuple[dict[str, jax.Array], ...]:
         """Return the policy of every period: the optimal grid index per action and state."""
         return tuple(
             {a: indices[t] for a, indices in self.policies.items()}
@@ -63,5 +69,21 @@ class Solution:
         """Return the optimal action values (grid points, or codes) per state in ``period``."""
         return {
             action: self.model.actions[action].to_jax()[indices]
-            for action, indices in self.policy[period].items()
+            for action, indices in self.policy_indices[period].items()
         }
+
+    def value(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+        """Return V of ``period`` at ``states`` (arrays broadcast together; off-grid allowed).
+
+        The value is the maximum over the action grid of Q at the exact state, with next
+        period's V interpolated: on grid points it equals ``values[period]`` to rounding.
+        """
+        flat, shape = validate_states(model=self.model, states=states, period=period)
+        value, _ = evaluate_grid_solution(self, period=period, states=flat)
+        return value.reshape(shape)
+
+    def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Return the optimal action values of ``period`` at ``states`` (the maximiser of Q)."""
+        flat, shape = validate_states(model=self.model, states=states, period=period)
+        _, actions = evaluate_grid_solution(self, period=period, states=flat)
+        return {a: v.reshape(shape) for a, v in actions.items()}

@@ -25,7 +25,10 @@ import numpy as np
 from jax.sharding import Mesh
 
 from project.devices import check_permanent_states, mesh_key, replicate, state_mesh
-from project.grids import grid_points
+from project.egm.solution import EGMSolution
+from project.egm.solve import solve_egm
+from project.egm.structure import egm_obstacle, egm_structure
+from project.errors import ModelSpecificationError
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
@@ -39,6 +42,7 @@ from project.solver.facts import (
     remember_facts,
     slope_guess,
 )
+from project.solver.grid_cache import grid_points_of
 from project.solver.plan import SolvePlan, general_plan, plan_for
 from project.solver.program import FLAG_COLUMNS, compiled_programs, solve_program
 from project.solver.q import build_q_kernel
@@ -48,9 +52,8 @@ from project.solver.transitions import raise_for_invalid_transitions
 
 logger = logging.getLogger("project.solver")
 
-_GRID_POINTS: weakref.WeakKeyDictionary[Model, dict[Any, dict[str, jax.Array]]] = (
-    weakref.WeakKeyDictionary()
-)
+METHODS = ("egm", "grid")
+
 _DEVICE_PARAMS: weakref.WeakKeyDictionary[Model, tuple[str, Any, Any]] = weakref.WeakKeyDictionary()
 
 
@@ -61,7 +64,8 @@ def solve(
     log_level: LogLevel = "warning",
     devices: Sequence[Any] | None = None,
     exploit_structure: bool = True,
-) -> Solution:
+    method: str | None = None,
+) -> Solution | EGMSolution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
     States marked ``distributed`` are sharded over all devices (see ``project.devices``); V
@@ -73,8 +77,16 @@ def solve(
     locating NaNs). ``devices``: the devices to shard over (default: all).
     ``exploit_structure=False`` runs the general kernel in every period (to cross-check the
     structure kernels, which give the same V to rounding).
+
+    ``method``: "egm" (the endogenous grid method: consumption and V on endogenous grids, exact
+    between grid points up to interpolation; see ``project.egm``), "grid" (V and the policy on
+    the state and action grids) or None, the default: "egm" where the model admits it (it states
+    a ``post_decision_grid`` and has the structure EGM needs), else "grid". The returned
+    solution's ``method`` says which ran.
     """
     check_log_level(log_level)
+    if choose_method(model, method=method) == "egm":
+        return solve_egm(model=model, params=params, log_level=log_level)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
     flat_params = pack_params(host_params)
@@ -139,6 +151,18 @@ class _Run(NamedTuple):
     transitions_valid: bool
 
 
+def choose_method(model: Model, *, method: str | None) -> str:
+    """Return the method a solve of ``model`` uses: the given one, else the most accurate one."""
+    if method is None:
+        return "grid" if egm_obstacle(model) else "egm"
+    if method not in METHODS:
+        msg = f"method must be one of {METHODS} or None (the most accurate), got {method!r}."
+        raise ModelSpecificationError(msg)
+    if method == "egm":
+        egm_structure(model)
+    return method
+
+
 def _run_with_right_kernels(
     plan: SolvePlan,
     known: KnownFacts,
@@ -193,16 +217,6 @@ def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh |
     placed = jax.device_put(flat_params) if mesh is None else replicate(flat_params, mesh=mesh)
     _DEVICE_PARAMS[model] = (key, mesh_key(mesh), placed)
     return placed
-
-
-def grid_points_of(model: Model, *, mesh: Mesh | None = None) -> dict[str, jax.Array]:
-    """Return every state and action grid's points in the working precision (cached)."""
-    per_model = _GRID_POINTS.setdefault(model, {})
-    key = (str(float_dtype()), mesh_key(mesh))
-    if key not in per_model:
-        points = grid_points(model.states | model.actions)
-        per_model[key] = points if mesh is None else replicate(points, mesh=mesh)
-    return per_model[key]
 
 
 def _describe_nans(solution: Solution, *, period: int, points: dict[str, jax.Array]) -> str:

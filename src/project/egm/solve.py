@@ -1,0 +1,188 @@
+"""Solve a model with the endogenous grid method: checks, one program run, one report read."""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project.egm.program import REPORT_COLUMNS, build_program
+from project.egm.solution import EGMSolution
+from project.egm.structure import egm_structure
+from project.errors import InvalidValueFunctionError, ModelSpecificationError
+from project.model.params import pack_params, params_on_host
+from project.model.spec import Model
+from project.points import float_dtype
+from project.solver.checks import LogLevel, check_log_level
+from project.solver.facts import fingerprint
+from project.solver.sweep import compose
+
+logger = logging.getLogger("project.solver")
+
+_PROGRAMS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
+_CHECKED: weakref.WeakKeyDictionary[Model, set[str]] = weakref.WeakKeyDictionary()
+_SAVINGS: weakref.WeakKeyDictionary[Model, dict[str, jax.Array]] = weakref.WeakKeyDictionary()
+
+TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
+
+
+def solve_egm(
+    *, model: Model, params: Mapping[str, Any], log_level: LogLevel = "warning"
+) -> EGMSolution:
+    """Solve ``model`` by EGM and return its endogenous-grid solution."""
+    check_log_level(log_level)
+    structure = egm_structure(model)
+    host_params = params_on_host(model=model, params=params)
+    flat = pack_params(host_params)
+    savings = _savings(model)
+    key = fingerprint(flat)
+    checks = log_level != "off"
+    if checks and key not in _CHECKED.setdefault(model, set()):
+        check_borrowing_limit(model, params=host_params, savings=np.asarray(savings))
+        _CHECKED[model].add(key)
+    if model not in _PROGRAMS:
+        _PROGRAMS[model] = build_program(model)
+    started = time.perf_counter()
+    arrays, report = _PROGRAMS[model](jax.device_put(flat), savings)
+    arrays = jax.tree.map(
+        lambda x: x.reshape(model.n_periods, *structure.discrete_shape, *x.shape[2:]), arrays
+    )
+    solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
+    if checks:
+        _check_report(solution, np.asarray(report))
+    if log_level in ("progress", "debug"):
+        logger.info(
+            "Solved %r by EGM: %d periods on %d savings points in %.3f s.",
+            model.name,
+            model.n_periods,
+            savings.shape[0],
+            time.perf_counter() - started,
+        )
+    return solution
+
+
+def _savings(model: Model) -> jax.Array:
+    per_model = _SAVINGS.setdefault(model, {})
+    key = str(float_dtype())
+    if key not in per_model:
+        grid = model.post_decision_grid
+        assert grid is not None
+        per_model[key] = grid.to_jax()
+    return per_model[key]
+
+
+def check_borrowing_limit(
+    model: Model, *, params: Mapping[str, np.ndarray], savings: np.ndarray
+) -> None:
+    """Raise unless the constraints allow every savings point and forbid less than its start.
+
+    EGM reads the borrowing limit from the start of ``post_decision_grid``; the grid solver reads
+    it from the constraints. Both must state the same limit, in every context and period.
+    """
+    structure = egm_structure(model)
+    state, action = structure.state, structure.action
+    if not model.constraints:
+        msg = (
+            f"Model {model.name!r}: EGM needs the borrowing limit as a constraint (e.g. "
+            f"{action} <= {state}); the model has none. Add it, matching the start of "
+            "post_decision_grid."
+        )
+        raise ModelSpecificationError(msg)
+    feasible = compose(model, list(model.constraints))
+    dtype = float_dtype()
+    step = 1e3 * np.finfo(dtype).eps * max(1.0, abs(float(savings[0])))
+    trial = np.asarray(TRIAL_CONSUMPTION, dtype=dtype)
+    below = np.asarray([savings[0] - step], dtype=dtype)
+
+    @jax.jit
+    def allowed(period: jnp.ndarray, codes: jnp.ndarray, saved: jnp.ndarray) -> jnp.ndarray:
+        env = {k: jnp.asarray(v) for k, v in params.items()}
+        env |= {s: codes[i] for i, s in enumerate(structure.discrete)}
+        env |= {"period": period, "age": jnp.asarray(np.asarray(model.ages, dtype=dtype))[period]}
+
+        def one(s: jnp.ndarray, c: jnp.ndarray) -> jnp.ndarray:
+            out = feasible(env | {state: s + c, action: c})
+            return jnp.all(jnp.stack([jnp.asarray(v) for v in out.values()]))
+
+        return jax.vmap(lambda s: jax.vmap(lambda c: one(s, c))(trial))(saved)
+
+    for period in range(model.n_periods):
+        for codes in structure.contexts:
+            where = _context(structure, codes)
+            inside = np.asarray(allowed(jnp.int32(period), jnp.asarray(codes), savings))
+            if not inside.all():
+                j = int(np.argwhere(~inside)[0][0])
+                msg = (
+                    f"Model {model.name!r}: the constraints forbid savings "
+                    f"{float(savings[j])!r} of post_decision_grid in period {period}{where}, "
+                    f"which starts at {float(savings[0])!r}. Start the grid at the borrowing "
+                    "limit the constraints state."
+                )
+                raise ModelSpecificationError(msg)
+            if np.asarray(allowed(jnp.int32(period), jnp.asarray(codes), below)).any():
+                msg = (
+                    f"Model {model.name!r}: the constraints allow savings below "
+                    f"{float(savings[0])!r}, the start of post_decision_grid, in period "
+                    f"{period}{where}. EGM would solve "
+                    "a tighter problem than the grid solver: start the grid at the borrowing "
+                    "limit the constraints state."
+                )
+                raise ModelSpecificationError(msg)
+
+
+def _context(structure: Any, codes: np.ndarray) -> str:
+    if not structure.discrete:
+        return ""
+    named = ", ".join(f"{s}={int(c)}" for s, c in zip(structure.discrete, codes, strict=True))
+    return f" ({named})"
+
+
+def _check_report(solution: EGMSolution, report: np.ndarray) -> None:
+    model = solution.model
+    failed = {column: np.flatnonzero(report[:, i]) for i, column in enumerate(REPORT_COLUMNS)}
+    if failed["inverse_marginal_residual"].size:
+        period = int(failed["inverse_marginal_residual"][0])
+        what = (
+            "the given inverse_marginal_utility disagrees with the derivative of utility"
+            if "inverse_marginal_utility" in model.functions
+            else "Newton's method did not invert marginal utility"
+        )
+        msg = (
+            f"Model {model.name!r}, period {period}: {what}. Check that utility is increasing "
+            "and strictly concave in consumption (and the inverse, if given)."
+        )
+        raise ModelSpecificationError(msg)
+    if failed["non_monotone"].size:
+        period = int(failed["non_monotone"][0])
+        raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
+    if failed["not_finite"].size or failed["inverse_residual"].size:
+        periods = sorted({*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()})
+        msg = (
+            f"Model {model.name!r}: EGM produced NaN/inf consumption or values, or V outside the "
+            f"range of utility, in periods {periods}. Check that utility is finite for positive "
+            "consumption and that next period's wealth stays above the borrowing limit."
+        )
+        raise InvalidValueFunctionError(msg)
+
+
+def _non_monotone_message(solution: EGMSolution, *, period: int) -> str:
+    structure = solution.structure
+    wealth = np.asarray(solution.arrays.wealth[period]).reshape(structure.n_contexts, -1)
+    rows, nodes = np.nonzero(np.diff(wealth, axis=1) <= 0)
+    row, node = int(rows[0]), int(nodes[0])
+    savings = np.asarray(solution.savings)
+    return (
+        f"Model {solution.model.name!r}, period {period}"
+        f"{_context(structure, structure.contexts[row])}: the endogenous grid is not increasing "
+        f"at savings {float(savings[max(node - 1, 0)])!r} -> "
+        f"{float(savings[min(node, savings.size - 1)])!r} (wealth {float(wealth[row, node])!r} -> "
+        f"{float(wealth[row, node + 1])!r}). Consumption implied by "
+        "the Euler equation falls faster than savings rise, so the problem is not concave there "
+        "(e.g. a discrete choice or non-concave utility). Use method='grid' (or DC-EGM)."
+    )

@@ -1,0 +1,124 @@
+"""Which models the endogenous grid method admits, and the facts it needs about them.
+
+EGM needs: one continuous state ``w`` and one continuous action ``c`` (no other action); a
+``post_decision_grid`` of savings ``s = w - c``; a law of motion ``next_w = a·(w - c) + b``
+(proved from its jaxpr, ``solver/structure.py``); utility free of ``w`` (so the envelope
+condition V'(w) = u'(c) holds); and discrete states whose next value and probabilities do not
+depend on ``w`` or ``c``. Utility must be increasing and concave in ``c`` (checked as the solve
+runs: a non-monotone endogenous grid is reported).
+"""
+
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from project.errors import ModelSpecificationError
+from project.model.spec import Model, transition_target
+from project.solver.plan import abstract_argument
+from project.solver.structure import prove_savings_form
+from project.solver.sweep import composed_function
+
+INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
+
+
+@dataclass(frozen=True)
+class EGMStructure:
+    """The roles of a model's names under EGM.
+
+    ``discrete`` are the discrete states in V's order; ``contexts`` their code combinations
+    (rows, C order); ``deterministic_discrete`` those with a law of motion.
+    """
+
+    state: str
+    action: str
+    discrete: tuple[str, ...]
+    stochastic: tuple[str, ...]
+    deterministic_discrete: tuple[str, ...]
+    contexts: np.ndarray
+    discrete_shape: tuple[int, ...]
+
+    @property
+    def n_contexts(self) -> int:
+        """Return the number of discrete contexts."""
+        return int(self.contexts.shape[0])
+
+
+def egm_obstacle(model: Model) -> str:
+    """Return why EGM cannot solve ``model`` ("" when it can)."""
+    if model not in _OBSTACLES:
+        _OBSTACLES[model] = _obstacle(model)
+    return _OBSTACLES[model]
+
+
+def egm_structure(model: Model) -> EGMStructure:
+    """Return the model's EGM structure; raise ``ModelSpecificationError`` if EGM does not apply."""
+    obstacle = egm_obstacle(model)
+    if obstacle:
+        msg = (
+            f"Model {model.name!r} cannot be solved with method='egm': {obstacle}. Solve it "
+            "with method='grid'."
+        )
+        raise ModelSpecificationError(msg)
+    (state,) = [s for s, g in model.states.items() if not g.is_discrete]
+    (action,) = model.action_names
+    discrete = tuple(s for s in model.state_names if s != state)
+    shape = tuple(model.states[s].n_points for s in discrete)
+    contexts = (
+        np.stack([c.ravel() for c in np.indices(shape, dtype=np.int32)], axis=-1)
+        if shape
+        else np.zeros((1, 0), dtype=np.int32)
+    )
+    return EGMStructure(
+        state=state,
+        action=action,
+        discrete=discrete,
+        stochastic=tuple(s for s in discrete if s in model.stochastic_transitions),
+        deterministic_discrete=tuple(s for s in discrete if s not in model.stochastic_transitions),
+        contexts=contexts,
+        discrete_shape=shape,
+    )
+
+
+def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
+    if model.post_decision_grid is None:
+        return "it states no post_decision_grid (the grid of savings w - c)"
+    continuous = [s for s, g in model.states.items() if not g.is_discrete]
+    if len(continuous) != 1:
+        return f"it has {len(continuous)} continuous states (EGM needs exactly one)"
+    if len(model.actions) != 1 or next(iter(model.actions.values())).is_discrete:
+        return (
+            f"its actions are {list(model.actions)} (EGM needs exactly one continuous action; "
+            "discrete choices need DC-EGM)"
+        )
+    (state,), (action,) = continuous, model.action_names
+    if state in model.permanent_states:
+        return f"its continuous state {state!r} is marked distributed"
+    if state in model.ancestors("utility"):
+        return f"utility depends on {state!r} (the envelope condition V'(w) = u'(c) needs u(c))"
+    if INVERSE_MARGINAL_UTILITY in model.functions and model.ancestors(INVERSE_MARGINAL_UTILITY) & {
+        state,
+        action,
+    }:
+        return f"{INVERSE_MARGINAL_UTILITY!r} depends on {state!r} or {action!r}"
+    law = f"next_{state}"
+    others = [f"next_{s}" for s in model.deterministic_states if s != state]
+    others += [transition_target(s) for s in model.stochastic_transitions]
+    for target in others:
+        if model.ancestors(target) & {state, action}:
+            return f"{target!r} depends on {state!r} or {action!r}"
+    func, arguments = composed_function(model, [law])
+    proof = prove_savings_form(
+        lambda **kwargs: func(**kwargs)[law],
+        arguments={a: abstract_argument(model, a) for a in arguments},
+        state=state,
+        action=action,
+    )
+    if not proof.holds:
+        return f"{law} is not a·({state} - {action}) + b: {proof.reason}"
+    return ""
+
+
+_OBSTACLES: weakref.WeakKeyDictionary[Model, str] = weakref.WeakKeyDictionary()

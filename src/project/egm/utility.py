@@ -1,0 +1,155 @@
+"""Utility, its derivative and the two inverses EGM needs, for one discrete context and period.
+
+Marginal utility is ``jax.grad`` of the user's utility in consumption. Its inverse is the user's
+``inverse_marginal_utility`` (a function of ``marginal_utility``) where given, else Newton's
+method in logs (exact after one step for CRRA utility, whose log marginal utility is linear in
+log consumption). The inverse of utility itself, used to store V in consumption-equivalent form,
+iterates on a local CRRA fit (matching u, u' and u'' at the current guess), which is exact in one
+step for CRRA and log utility. Both inverses report their residual, so a failure is reported,
+not hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from project.egm.structure import INVERSE_MARGINAL_UTILITY, EGMStructure
+from project.model.spec import Model
+from project.solver.sweep import compose
+
+MAX_STEPS = 30
+MAX_LOG_STEP = 4.0
+LOG_UTILITY_BAND = 1e-6
+
+Env = dict[str, Any]
+
+
+class Utility:
+    """Elementwise u, u', (u')^{-1} and u^{-1} in consumption for a fixed environment."""
+
+    def __init__(self, model: Model, structure: EGMStructure) -> None:
+        self.action = structure.action
+        self._utility = compose(model, ["utility"])
+        self._given_inverse = (
+            compose(model, [INVERSE_MARGINAL_UTILITY])
+            if INVERSE_MARGINAL_UTILITY in model.functions
+            else None
+        )
+
+    @property
+    def has_closed_form_inverse(self) -> bool:
+        """Return whether the model gives ``inverse_marginal_utility``."""
+        return self._given_inverse is not None
+
+    def _scalar(self, env: Env) -> Callable[[jnp.ndarray], jnp.ndarray]:
+        return lambda c: self._utility(env | {self.action: c})["utility"]
+
+    def value(self, consumption: jnp.ndarray, env: Env) -> jnp.ndarray:
+        """Return u(c)."""
+        return _elementwise(self._scalar(env), consumption)
+
+    def marginal(self, consumption: jnp.ndarray, env: Env) -> jnp.ndarray:
+        """Return u'(c)."""
+        return _elementwise(jax.grad(self._scalar(env)), consumption)
+
+    def inverse_marginal(
+        self, marginal: jnp.ndarray, env: Env, *, guess: jnp.ndarray, tolerance: float
+    ) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Return c with u'(c) = ``marginal`` and the relative residual u'(c)/marginal - 1.
+
+        The given closed form where there is one, else Newton's method in logs from ``guess``,
+        repeated until every residual is below ``tolerance`` (at most ``MAX_STEPS`` times).
+        """
+        marginal_of = jax.grad(self._scalar(env))
+
+        def residual(c: jnp.ndarray) -> jnp.ndarray:
+            return _elementwise(marginal_of, c) / marginal - 1
+
+        if self._given_inverse is not None:
+            given = self._given_inverse
+            c = _elementwise(
+                lambda x: given(env | {"marginal_utility": x})[INVERSE_MARGINAL_UTILITY], marginal
+            )
+            return c, residual(c)
+        log_marginal = jax.grad(lambda y: jnp.log(marginal_of(jnp.exp(y))))
+
+        def step(c: jnp.ndarray) -> jnp.ndarray:
+            def one(x: jnp.ndarray, current: jnp.ndarray) -> jnp.ndarray:
+                y = jnp.log(current)
+                change = (jnp.log(marginal_of(current)) - jnp.log(x)) / log_marginal(y)
+                return jnp.exp(y - jnp.clip(change, -MAX_LOG_STEP, MAX_LOG_STEP))
+
+            return jax.vmap(one)(marginal.ravel(), c.ravel()).reshape(marginal.shape)
+
+        start = jnp.broadcast_to(guess, marginal.shape)
+        return _iterate(step, residual, start, tolerance=tolerance)
+
+    def inverse(
+        self, value: jnp.ndarray, env: Env, *, guess: jnp.ndarray, tolerance: float
+    ) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """Return c with u(c) = ``value`` and the residual (u(c) - value) / (1 + |value|).
+
+        Iterates on a local CRRA fit from ``guess`` until every residual is below ``tolerance``.
+        """
+        u = self._scalar(env)
+        du = jax.grad(u)
+        ddu = jax.grad(du)
+
+        def residual(c: jnp.ndarray) -> jnp.ndarray:
+            return (_elementwise(u, c) - value) / (1 + jnp.abs(value))
+
+        def one(v: jnp.ndarray, c: jnp.ndarray) -> jnp.ndarray:
+            level, slope, curvature = u(c), du(c), ddu(c)
+            rho = -c * curvature / slope
+            near_log = jnp.abs(rho - 1) < LOG_UTILITY_BAND
+            safe_rho = jnp.where(near_log, 2.0, rho)
+            scale = slope * c**safe_rho
+            shifted = level - scale * c ** (1 - safe_rho) / (1 - safe_rho)
+            base = (v - shifted) * (1 - safe_rho) / scale
+            power = jnp.where(base > 0, base, 1.0) ** (1 / (1 - safe_rho))
+            log_fit = c * jnp.exp((v - level) / (slope * c))
+            candidate = jnp.where(near_log, log_fit, power)
+            fallback = c * jnp.exp(jnp.where(level < v, 1.0, -1.0))
+            usable = near_log | (base > 0)
+            ratio = jnp.where(usable, candidate / c, fallback / c)
+            return c * jnp.clip(ratio, jnp.exp(-MAX_LOG_STEP), jnp.exp(MAX_LOG_STEP))
+
+        def step(c: jnp.ndarray) -> jnp.ndarray:
+            return jax.vmap(one)(value.ravel(), c.ravel()).reshape(value.shape)
+
+        start = jnp.broadcast_to(guess, value.shape)
+        return _iterate(step, residual, start, tolerance=tolerance)
+
+
+def _iterate(
+    step: Callable[[jnp.ndarray], jnp.ndarray],
+    residual: Callable[[jnp.ndarray], jnp.ndarray],
+    start: jnp.ndarray,
+    *,
+    tolerance: float,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Apply ``step`` until every |residual| <= ``tolerance``; return estimate and residual.
+
+    At most ``MAX_STEPS`` steps; a NaN residual counts as done (the report flags it).
+    """
+    first = step(start)
+
+    def unfinished(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> jnp.ndarray:
+        count, _, error = state
+        return (count < MAX_STEPS) & jnp.any(jnp.abs(error) > tolerance)
+
+    def again(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> tuple[Any, jnp.ndarray, jnp.ndarray]:
+        count, estimate, _ = state
+        improved = step(estimate)
+        return count + 1, improved, residual(improved)
+
+    _, estimate, error = jax.lax.while_loop(unfinished, again, (1, first, residual(first)))
+    return estimate, error
+
+
+def _elementwise(func: Callable[[jnp.ndarray], jnp.ndarray], x: jnp.ndarray) -> jnp.ndarray:
+    return jax.vmap(func)(x.ravel()).reshape(x.shape)

@@ -1,0 +1,154 @@
+"""One simulated period for a chunk of subjects: choose actions, then move to next period's states.
+
+A grid solution chooses by maximising Q at each subject's exact state over the action grid (the
+Q the solver maximises); an EGM solution reads consumption off its endogenous grid at the exact
+state. Both then advance alike: stochastic states are drawn from their transition probabilities,
+iid shocks by their node weights (streams after those of the stochastic states), and the laws of
+motion give the deterministic states.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from project.egm.solution import point_evaluator
+from project.egm.structure import egm_structure
+from project.model.spec import Model, transition_target
+from project.shocks import shock_tables
+from project.simulation.keys import draw_category, subject_keys
+from project.solver.choice import best_choice
+from project.solver.expectation import ExpectationPlan, prepare_next_value
+from project.solver.q import build_q_function
+from project.solver.sweep import compose
+
+_STEPS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def build_advance(model: Model) -> Callable[..., dict[str, jnp.ndarray]]:
+    """Return ``advance(states, actions, key, params, period, age, dtype)`` for one subject."""
+    stochastic = list(model.stochastic_transitions)
+    probabilities = compose(model, [transition_target(s) for s in stochastic])
+    laws = compose(model, [f"next_{s}" for s in model.deterministic_states])
+
+    def advance(state_values, actions, key, params, period, age, dtype):  # noqa: ANN001, ANN202
+        env = {**params, **state_values, **actions, "period": period, "age": age}
+        probs = probabilities(env)
+        draws = {
+            s: draw_category(key=key, probabilities=probs[transition_target(s)], stream=j)
+            for j, s in enumerate(stochastic)
+        }
+        shocks, weights, _ = shock_tables(model.shocks, params)
+        if model.shocks:
+            combination = draw_category(
+                key=key, probabilities=weights.astype(dtype), stream=len(stochastic)
+            )
+            env |= {name: values[combination] for name, values in shocks.items()}
+        deterministic = laws(env | {f"next_{s}": c for s, c in draws.items()})
+        next_states = {s[5:]: v for s, v in deterministic.items()} | draws
+        for name, grid in model.states.items():
+            kind = jnp.int32 if grid.is_discrete else dtype
+            next_states[name] = jnp.asarray(next_states[name]).astype(kind)
+        return next_states
+
+    return advance
+
+
+def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    """Return the jitted grid step: (actions, value, next states) for a chunk of subjects.
+
+    Its arguments are ``(states, ids, expected, params, grid_points, period, age, seed)``.
+    """
+    plan = ExpectationPlan.for_model(model)
+    q_function = build_q_function(model, continuation=not terminal)
+    action_shape = tuple(g.n_points for g in model.actions.values())
+    advance = build_advance(model)
+
+    def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
+        part = expected
+        for state in plan.sliced:
+            part = part[state_values[state]]
+        q = q_function(state_values, part, params, grid_points, period, age).ravel()
+        value, index = best_choice(q)
+        positions = jnp.unravel_index(index, action_shape) if action_shape else ()
+        actions = {a: grid_points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
+        if terminal:
+            return actions, value, state_values
+        return actions, value, advance(state_values, actions, key, params, period, age, q.dtype)
+
+    def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
+        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
+        return jax.vmap(one_subject, in_axes=(0, 0, None, None, None, None, None))(
+            states, keys, expected, params, grid_points, period, age
+        )
+
+    return jax.jit(step)
+
+
+def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    """Return the jitted EGM step, with the grid step's signature.
+
+    ``expected`` is the pair (period arrays with flattened contexts, borrowing limit);
+    ``grid_points`` is unused.
+    """
+    structure = egm_structure(model)
+    evaluate = point_evaluator(model)
+    advance = build_advance(model)
+
+    def one_subject(state_values, key, expected, params, period, age):  # noqa: ANN001, ANN202
+        arrays, limit = expected
+        codes = (
+            jnp.stack([state_values[s] for s in structure.discrete])
+            if structure.discrete
+            else (jnp.zeros((0,), dtype=jnp.int32))
+        )
+        wealth = state_values[structure.state]
+        consumption, value = evaluate(arrays, codes, wealth, params, period, age, limit)
+        actions = {structure.action: consumption}
+        if terminal:
+            return actions, value, state_values
+        return (
+            actions,
+            value,
+            advance(state_values, actions, key, params, period, age, wealth.dtype),
+        )
+
+    def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
+        del grid_points
+        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
+        return jax.vmap(one_subject, in_axes=(0, 0, None, None, None, None))(
+            states, keys, expected, params, period, age
+        )
+
+    return jax.jit(step)
+
+
+def steps_for(model: Model, *, method: str) -> dict[str, Callable[..., Any]]:
+    """Return the model's cached steps (``terminal``, ``regular``; ``expected`` for grid)."""
+    cache = _STEPS.setdefault(model, {})
+    if method not in cache:
+        if method == "egm":
+            cache[method] = {
+                "terminal": build_egm_step(model, terminal=True),
+                "regular": build_egm_step(model, terminal=False),
+            }
+        else:
+            cache[method] = {
+                "terminal": build_step(model, terminal=True),
+                "regular": build_step(model, terminal=False),
+                "expected": jax.jit(
+                    lambda next_value, params, grid_points, period, age: prepare_next_value(
+                        model,
+                        next_value=next_value,
+                        grid_points=grid_points,
+                        env={**params, "period": period, "age": age},
+                    )
+                ),
+            }
+    return cache[method]
