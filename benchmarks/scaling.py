@@ -176,7 +176,7 @@ def solution_digest(solution: Any) -> str:
     import numpy as np  # noqa: PLC0415
 
     digest = hashlib.sha256()
-    for value, policy in zip(solution.value_function, solution.policy, strict=True):
+    for value, policy in zip(solution.value_function, solution.policy_indices, strict=True):
         digest.update(np.asarray(value).tobytes())
         for name in sorted(policy):
             digest.update(np.asarray(policy[name]).tobytes())
@@ -191,7 +191,7 @@ def per_device_bytes(solution: Any) -> dict[str, Any]:
             shard.data.nbytes
         )
     solution_bytes: dict[str, int] = {}
-    arrays = [*solution.value_function, *(a for p in solution.policy for a in p.values())]
+    arrays = [*solution.value_function, *(a for p in solution.policy_indices for a in p.values())]
     for array in arrays:
         for shard in array.addressable_shards:
             key = str(shard.device.id)
