@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project import LinSpacedGrid, LogSpacedGrid, Model, ModelSpecificationError
+from project import CheckpointError, LinSpacedGrid, LogSpacedGrid, Model, ModelSpecificationError
 from project.egm.accuracy import euler_errors
 from project.errors import InvalidValueFunctionError, StateOutsideGridError
 from project.models import iid_income, lifecycle, precautionary
@@ -275,4 +275,57 @@ def test_grid_solution_evaluates_to_its_values_on_grid_points(x64):
         policy = solution.policy(period=t, states={"income": 2, "wealth": wealth})
         np.testing.assert_array_equal(
             policy["consumption"], solution.policy_values(period=t)["consumption"][2]
+        )
+
+
+def test_egm_solution_save_load_round_trip_records_the_method(x64, tmp_path):
+    from project.persist.bundle import load_bundle, save_bundle
+    from project.persist.solution import load_solution, save_solution
+    from project.simulation.forward import simulate
+
+    model = iid_income.build_model(n_wealth=20, n_consumption=20, n_savings=50, n_periods=3)
+    params = iid_income.DEFAULT_PARAMS
+    solution = solve(model=model, params=params)
+    save_solution(solution=solution, directory=tmp_path / "solution")
+    metadata = (tmp_path / "solution" / "metadata.json").read_text()
+    assert '"method": "egm"' in metadata
+    loaded = load_solution(directory=tmp_path / "solution", model=model)
+    assert loaded.method == "egm"
+    wealth = np.linspace(0.1, 20, 11)
+    for t in range(model.n_periods):
+        np.testing.assert_array_equal(
+            loaded.value(period=t, states={"wealth": wealth}),
+            solution.value(period=t, states={"wealth": wealth}),
+        )
+    other = iid_income.build_model(n_wealth=20, n_consumption=20, n_savings=60, n_periods=3)
+    with pytest.raises(CheckpointError, match="post_decision_grid"):
+        load_solution(directory=tmp_path / "solution", model=other)
+    result = simulate(
+        params=params, initial_conditions={"wealth": wealth}, solution=solution, seed=0
+    )
+    save_bundle(result=result, directory=tmp_path / "bundle")
+    assert load_bundle(directory=tmp_path / "bundle").method == "egm"
+
+
+def test_simulated_consumption_is_the_policy_at_the_exact_state(x64):
+    from project.simulation.forward import simulate
+
+    model = iid_income.build_model(n_savings=200, n_periods=4)
+    params = iid_income.DEFAULT_PARAMS
+    solution = solve(model=model, params=params)
+    result = simulate(
+        params=params,
+        initial_conditions={"wealth": np.linspace(0.1, 8, 25)},
+        solution=solution,
+        seed=5,
+    )
+    for t in range(model.n_periods):
+        states = {"wealth": result.columns["wealth"][:, t]}
+        np.testing.assert_allclose(
+            result.columns["consumption"][:, t],
+            solution.policy(period=t, states=states)["consumption"],
+            rtol=1e-13,
+        )
+        np.testing.assert_allclose(
+            result.columns["value"][:, t], solution.value(period=t, states=states), rtol=1e-13
         )
