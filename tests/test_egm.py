@@ -1,5 +1,7 @@
 """The endogenous grid method against closed forms, a converged reference and the grid solver."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -255,8 +257,27 @@ def test_non_concave_problem_reports_non_monotone_endogenous_grid(x64):
         n_periods=T,
         post_decision_grid=model.post_decision_grid,
     )
-    with pytest.raises((InvalidValueFunctionError, ModelSpecificationError), match="period"):
+    with pytest.raises(ModelSpecificationError, match="did not invert marginal utility"):
         solve(model=convex, params={"beta": BETA, "crra": 0.5, "interest_factor": R})
+
+
+def test_non_monotone_endogenous_grid_is_reported_where_and_why(x64):
+    """A report flag for a non-monotone grid names period, savings and wealth, and the reason."""
+    from project.egm.program import REPORT_COLUMNS
+    from project.egm.solve import _check_report
+
+    solution = solve(
+        model=cake_model(n_savings=20), params={"beta": BETA, "crra": 2.0, "interest_factor": R}
+    )
+    wealth = np.asarray(solution.arrays.wealth).copy()
+    wealth[2, 8] = wealth[2, 6]  # the grid falls back between nodes 7 and 8 of period 2
+    damaged = dataclasses.replace(
+        solution, arrays=solution.arrays._replace(wealth=jnp.asarray(wealth))
+    )
+    report = np.zeros((T, len(REPORT_COLUMNS)), dtype=np.int32)
+    report[2, REPORT_COLUMNS.index("non_monotone")] = 1
+    with pytest.raises(InvalidValueFunctionError, match=r"period 2.*not increasing.*not concave"):
+        _check_report(damaged, report)
 
 
 def test_evaluating_outside_the_grid_names_grid_value_and_range(x64):
