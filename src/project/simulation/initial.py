@@ -14,16 +14,12 @@ import numpy as np
 import pandas as pd
 
 from project.errors import InitialConditionsError, InitialStateOutsideGridError
-from project.grids import DiscreteGrid, check_within_grid
 from project.model.spec import Model
-
-SHOWN = 5
+from project.solver.states import parse_state, positions
 
 
 def _subjects(mask: np.ndarray) -> str:
-    hits = np.flatnonzero(mask)
-    shown = ", ".join(str(i) for i in hits[:SHOWN])
-    return f"subjects [{shown}{', ...' if hits.size > SHOWN else ''}] ({hits.size} in all)"
+    return positions(mask, index_name="subjects")
 
 
 def check_start_period(*, start_period: Any, n_periods: int) -> None:
@@ -63,54 +59,17 @@ def validate_initial_conditions(
         )
         raise InitialConditionsError(msg)
     return {
-        name: _validate_state(
-            name=name, grid=model.states[name], values=np.atleast_1d(initial_conditions[name])
+        name: parse_state(
+            name=name,
+            grid=model.states[name],
+            values=np.atleast_1d(initial_conditions[name]),
+            what="Initial state",
+            index_name="subjects",
+            error=InitialConditionsError,
+            outside_error=InitialStateOutsideGridError,
         )
         for name in model.state_names
     }
-
-
-def _validate_state(*, name: str, grid: Any, values: np.ndarray) -> np.ndarray:
-    if isinstance(grid, DiscreteGrid):
-        if values.dtype.kind in "OUS" or isinstance(values.dtype, pd.CategoricalDtype):
-            labels = list(grid.labels)
-            as_text = np.asarray(values, dtype=object).astype(str)
-            invalid = ~np.isin(as_text, labels)
-            if invalid.any():
-                msg = (
-                    f"Initial state {name!r}: {_subjects(invalid)} have labels "
-                    f"{sorted(set(as_text[invalid]))[:SHOWN]} that are not categories of "
-                    f"{grid.name} {labels}."
-                )
-                raise InitialConditionsError(msg)
-            return np.asarray([labels.index(v) for v in as_text], dtype=np.int32)
-        numeric = np.asarray(values, dtype=float)
-        invalid = ~np.isin(numeric, np.arange(grid.n_points))
-        if invalid.any():
-            msg = (
-                f"Initial state {name!r}: {_subjects(invalid)} have codes outside "
-                f"0..{grid.n_points - 1} of {grid.name} {list(grid.labels)}."
-            )
-            raise InitialConditionsError(msg)
-        return numeric.astype(np.int32)
-    try:
-        numeric = np.asarray(values, dtype=float)
-    except (TypeError, ValueError) as error:
-        msg = f"Initial state {name!r} must be numeric: {error}."
-        raise InitialConditionsError(msg) from error
-    invalid = ~np.isfinite(numeric)
-    if invalid.any():
-        msg = f"Initial state {name!r}: {_subjects(invalid)} have non-finite values."
-        raise InitialConditionsError(msg)
-    check_within_grid(
-        name=name,
-        grid=grid,
-        values=numeric,
-        what="Initial state",
-        index_name="subjects",
-        error=InitialStateOutsideGridError,
-    )
-    return numeric
 
 
 def draw_initial_conditions(

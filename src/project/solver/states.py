@@ -6,9 +6,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
-from project.errors import InvalidStatesError
-from project.grids import check_within_grid
+from project.errors import InvalidStatesError, ProjectError, StateOutsideGridError
+from project.grids import SHOWN, Grid, check_within_grid
 from project.model.spec import Model
 
 
@@ -39,40 +40,82 @@ def validate_states(
         msg = f"States to evaluate {model.name!r} at do not broadcast together: {error}."
         raise InvalidStatesError(msg) from error
     shape = arrays[0].shape if arrays else ()
-    flat: dict[str, np.ndarray] = {}
-    for name, given in zip(model.state_names, arrays, strict=True):
-        grid = model.states[name]
-        values = given.ravel()
-        if grid.is_discrete:
-            flat[name] = _codes(name=name, grid=grid, values=values)
-            continue
-        try:
-            numeric = values.astype(float)
-        except (TypeError, ValueError) as error:
-            msg = f"State {name!r} must be numeric: {error}."
-            raise InvalidStatesError(msg) from error
-        check_within_grid(name=name, grid=grid, values=numeric, what=f"State (period {period})")
-        flat[name] = numeric
+    flat = {
+        name: parse_state(
+            name=name,
+            grid=model.states[name],
+            values=given.ravel(),
+            what=f"State (period {period})",
+            index_name="entries",
+            error=InvalidStatesError,
+            outside_error=StateOutsideGridError,
+        )
+        for name, given in zip(model.state_names, arrays, strict=True)
+    }
     return flat, shape
 
 
-def _codes(*, name: str, grid: Any, values: np.ndarray) -> np.ndarray:
-    labels = list(grid.labels)
-    if values.dtype.kind in "OUS":
-        text = values.astype(str)
-        unknown = sorted(set(text[~np.isin(text, labels)]))
-        if unknown:
+def positions(mask: np.ndarray, *, index_name: str) -> str:
+    """Return e.g. "subjects [3, 7] (2 in all)" for the true entries of ``mask``."""
+    hits = np.flatnonzero(mask)
+    shown = ", ".join(str(i) for i in hits[:SHOWN])
+    return f"{index_name} [{shown}{', ...' if hits.size > SHOWN else ''}] ({hits.size} in all)"
+
+
+def parse_state(
+    *,
+    name: str,
+    grid: Grid,
+    values: np.ndarray,
+    what: str,
+    index_name: str,
+    error: type[ProjectError],
+    outside_error: type[StateOutsideGridError],
+) -> np.ndarray:
+    """Return one state's values: int32 codes (from labels or codes) or floats on the grid.
+
+    ``what`` ("Initial state", ...) and ``index_name`` ("subjects", ...) word the messages;
+    ``error`` is raised for bad labels, codes or numbers, ``outside_error`` outside the grid.
+    """
+    if grid.is_discrete:
+        labels = list(grid.labels)
+        if values.dtype.kind in "OUS" or isinstance(values.dtype, pd.CategoricalDtype):
+            as_text = np.asarray(values, dtype=object).astype(str)
+            invalid = ~np.isin(as_text, labels)
+            if invalid.any():
+                msg = (
+                    f"{what} {name!r}: {positions(invalid, index_name=index_name)} have labels "
+                    f"{sorted(set(as_text[invalid]))[:SHOWN]} that are not categories of "
+                    f"{grid.name} {labels}."
+                )
+                raise error(msg)
+            return np.asarray([labels.index(v) for v in as_text], dtype=np.int32)
+        numeric = np.asarray(values, dtype=float)
+        invalid = ~np.isin(numeric, np.arange(grid.n_points))
+        if invalid.any():
             msg = (
-                f"State {name!r}: labels {unknown[:5]} are not categories of {grid.name} {labels}."
+                f"{what} {name!r}: {positions(invalid, index_name=index_name)} have codes outside "
+                f"0..{grid.n_points - 1} of {grid.name} {labels}."
             )
-            raise InvalidStatesError(msg)
-        return np.asarray([labels.index(v) for v in text], dtype=np.int32)
-    numeric = np.asarray(values, dtype=float)
-    bad = ~np.isin(numeric, np.arange(grid.n_points))
-    if bad.any():
+            raise error(msg)
+        return numeric.astype(np.int32)
+    try:
+        numeric = np.asarray(values, dtype=float)
+    except (TypeError, ValueError) as exception:
+        msg = f"{what} {name!r} must be numeric: {exception}."
+        raise error(msg) from exception
+    invalid = ~np.isfinite(numeric)
+    if invalid.any():
         msg = (
-            f"State {name!r}: codes {sorted(set(numeric[bad].tolist()))[:5]} are not in "
-            f"0..{grid.n_points - 1} of {grid.name} {labels}."
+            f"{what} {name!r}: {positions(invalid, index_name=index_name)} have non-finite values."
         )
-        raise InvalidStatesError(msg)
-    return numeric.astype(np.int32)
+        raise error(msg)
+    check_within_grid(
+        name=name,
+        grid=grid,
+        values=numeric,
+        what=what,
+        index_name=index_name,
+        error=outside_error,
+    )
+    return numeric
