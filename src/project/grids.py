@@ -437,6 +437,16 @@ def categories(name: str, labels: Sequence[str]) -> type:
     return dataclasses.make_dataclass(name, fields, frozen=True)
 
 
+def code_combinations(sizes: Sequence[int]) -> np.ndarray:
+    """Return every combination of codes of categories with ``sizes`` (rows, C order).
+
+    The result has shape (prod(sizes), len(sizes)); with no sizes it is one empty row.
+    """
+    if not sizes:
+        return np.zeros((1, 0), dtype=np.int32)
+    return np.stack([c.ravel() for c in np.indices(tuple(sizes), dtype=np.int32)], axis=-1)
+
+
 def grid_points(grids: dict[str, Grid]) -> dict[str, jnp.ndarray]:
     """Return every grid's points (codes for discrete grids); evenly spaced ones in one call."""
     spaced = {n: g for n, g in grids.items() if isinstance(g, _EvenlySpacedGrid)}

@@ -17,13 +17,14 @@ import numpy as np
 
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
+from project.egm.transitions import Transitions
 from project.egm.utility import Utility
-from project.model.spec import DISCOUNT_FACTOR, transition_target
+from project.errors import InvalidStatesError
+from project.model.spec import DISCOUNT_FACTOR
 from project.points import float_dtype
 from project.shocks import shock_tables
 from project.solver.evaluate import evaluate_grid_solution
 from project.solver.states import validate_states
-from project.solver.sweep import compose
 
 
 def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
@@ -39,87 +40,51 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
         msg = (
             f"period={period} has no next period: Euler errors need period < {model.n_periods - 1}."
         )
-        raise ValueError(msg)
+        raise InvalidStatesError(msg)
     dtype = float_dtype()
     consumption = _consumption(solution, period=period, states=flat)
+    savings = flat[structure.state] - consumption
     params = {k: jnp.asarray(v, dtype=dtype) for k, v in solution.params.items()}
     shocks, shock_weights, _ = shock_tables(model.shocks, params)
-    law = compose(model, [f"next_{structure.state}"])
-    discrete_laws = compose(model, [f"next_{s}" for s in structure.deterministic_discrete])
-    probabilities = compose(model, [transition_target(s) for s in structure.stochastic])
-    sizes = [model.states[s].n_points for s in structure.stochastic]
-    outcomes = (
-        np.stack([c.ravel() for c in np.indices(sizes, dtype=np.int32)], axis=-1)
-        if sizes
-        else np.zeros((1, 0), dtype=np.int32)
-    )
-    ages = np.asarray(model.ages, dtype=dtype)
-    state, action = structure.state, structure.action
-
-    def env_of(row: dict[str, Any], t: int) -> dict[str, Any]:
-        return params | row | {"period": jnp.int32(t), "age": jnp.asarray(ages[t])}
-
-    def next_states(row: dict[str, Any], c: jnp.ndarray) -> Any:
-        env = env_of(row, period) | {action: c}
-        probs = probabilities(env)
-        weight = jnp.ones((outcomes.shape[0],), dtype=dtype)
-        for i, s in enumerate(structure.stochastic):
-            weight = weight * probs[transition_target(s)][outcomes[:, i]]
-
-        def per_outcome(codes: jnp.ndarray, point: dict[str, jnp.ndarray]) -> Any:
-            outcome = env | {f"next_{s}": codes[i] for i, s in enumerate(structure.stochastic)}
-            outcome |= point
-            laws = discrete_laws(outcome)
-            nxt = {
-                s: codes[structure.stochastic.index(s)]
-                if s in structure.stochastic
-                else jnp.asarray(laws[f"next_{s}"]).astype(jnp.int32)
-                for s in structure.discrete
-            }
-            wealth, slope = jax.jvp(
-                lambda w: law(outcome | {state: w})[f"next_{state}"],
-                (outcome[state],),
-                (jnp.ones_like(outcome[state]),),
-            )
-            return nxt | {state: wealth}, slope
-
-        if shocks:
-            result = jax.vmap(lambda k: jax.vmap(lambda p: per_outcome(k, p))(shocks))(
-                jnp.asarray(outcomes)
-            )
-        else:
-            result = jax.tree.map(
-                lambda x: x[:, None],
-                jax.vmap(lambda k: per_outcome(k, {}))(jnp.asarray(outcomes)),
-            )
-        return result, jnp.multiply.outer(weight, shock_weights)
-
-    rows = {s: jnp.asarray(v, dtype=jnp.int32) for s, v in flat.items() if s != state}
-    rows[state] = jnp.asarray(flat[state], dtype=dtype)
-    (following, slope), weights = jax.vmap(next_states)(rows, jnp.asarray(consumption))
-    n, k, m = slope.shape
-    following_flat = {s: np.asarray(v).reshape(-1) for s, v in following.items()}
-    next_consumption = _consumption(solution, period=period + 1, states=following_flat)
+    transitions = Transitions(model, structure)
     utility = Utility(model, structure)
+    ages = jnp.asarray(np.asarray(model.ages, dtype=dtype))
+    contexts = jnp.asarray(structure.contexts)
 
-    def marginal(c: jnp.ndarray, row: dict[str, Any], t: int) -> jnp.ndarray:
-        return utility.marginal(c, env_of(row, t))
+    def env_of(codes: jnp.ndarray, t: int) -> dict[str, Any]:
+        named = {s: codes[i] for i, s in enumerate(structure.discrete)}
+        return params | named | {"period": jnp.int32(t), "age": ages[t]}
 
-    next_rows = {s: jnp.asarray(following_flat[s]) for s in structure.discrete}
-    marginal_next = jax.vmap(lambda c, r: marginal(c, r, period + 1))(
-        jnp.asarray(next_consumption), next_rows
-    ).reshape(n, k, m)
-    expected = jnp.sum(weights * slope * marginal_next, axis=(1, 2))
-    target = params[DISCOUNT_FACTOR] * expected
-    here = {s: rows[s] for s in structure.discrete}
+    codes = jnp.asarray(
+        np.stack([flat[s] for s in structure.discrete], axis=-1)
+        if structure.discrete
+        else np.zeros((savings.size, 0), dtype=np.int32)
+    )
+    following = jax.vmap(
+        lambda row, s: transitions.next_states(
+            env_of(row, period),
+            savings=s[None],
+            shocks=shocks,
+            shock_weights=shock_weights,
+        )
+    )(codes, jnp.asarray(savings, dtype=dtype))
+    next_codes = np.asarray(contexts[following.context.ravel()])
+    next_flat = {s: next_codes[:, i] for i, s in enumerate(structure.discrete)}
+    next_flat[structure.state] = np.asarray(following.wealth).reshape(-1)
+    next_consumption = _consumption(solution, period=period + 1, states=next_flat)
+    marginal = jax.vmap(lambda c, row: utility.marginal(c, env_of(row, period + 1)))(
+        jnp.asarray(next_consumption), jnp.asarray(next_codes)
+    ).reshape(following.context.shape)
+    slope = following.slope[..., 0]
+    target = params[DISCOUNT_FACTOR] * jnp.sum(following.weight * slope * marginal, axis=(1, 2))
     implied = jax.vmap(
-        lambda x, c, r: utility.inverse_marginal(
-            x[None], env_of(r, period), guess=c[None], tolerance=1e-14
+        lambda x, c, row: utility.inverse_marginal(
+            x[None], env_of(row, period), guess=c[None], tolerance=1e-14
         )[0][0]
-    )(target, jnp.asarray(consumption), here)
+    )(target, jnp.asarray(consumption), codes)
     error = np.abs(np.asarray(implied) / consumption - 1)
     limit = float(np.asarray(model.post_decision_grid.to_jax())[0])
-    binding = flat[state] - consumption <= limit + 1e-9 * max(1.0, abs(limit))
+    binding = savings <= limit + 1e-9 * max(1.0, abs(limit))
     return np.where(binding, np.nan, error).reshape(shape)
 
 

@@ -28,12 +28,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.structure import EGMStructure, egm_structure
+from project.egm.structure import egm_structure
+from project.egm.transitions import Transitions
 from project.egm.utility import Utility
 from project.model.params import unpack_params
-from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
+from project.model.spec import DISCOUNT_FACTOR, Model
 from project.shocks import shock_tables
-from project.solver.sweep import compose
 
 REPORT_COLUMNS = ("not_finite", "non_monotone", "inverse_marginal_residual", "inverse_residual")
 
@@ -72,11 +72,33 @@ def value_at(
     return jnp.where(constrained, binding, free)
 
 
+def consumption_and_value(
+    arrays: EGMArrays,
+    context: jnp.ndarray | int,
+    wealth: jnp.ndarray,
+    *,
+    limit: jnp.ndarray,
+    utility: Callable[[jnp.ndarray], jnp.ndarray],
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return consumption and V at ``wealth`` from one period's arrays (contexts flattened)."""
+    nodes = arrays.wealth[context]
+    consumption = interpolate(wealth, nodes, arrays.consumption[context])
+    value = value_at(
+        wealth,
+        nodes=nodes,
+        equivalent=arrays.value_equivalent[context],
+        continuation=arrays.constrained_continuation[context],
+        limit=limit,
+        utility=utility,
+    )
+    return consumption, value
+
+
 def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
     """Return the jitted ``program(flat_params, savings) -> (arrays, report)``."""
     structure = egm_structure(model)
     utility = Utility(model, structure)
-    laws = _Laws(model, structure)
+    transitions = Transitions(model, structure)
     n_periods = model.n_periods
 
     def program(flat_params: jax.Array, savings: jax.Array) -> tuple[EGMArrays, jax.Array]:
@@ -98,7 +120,8 @@ def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArr
         def period_step(carry: EGMArrays, period: jnp.ndarray) -> tuple[EGMArrays, Any]:
             def one_context(codes: jnp.ndarray) -> tuple[EGMArrays, jnp.ndarray]:
                 env = env_of(codes, period)
-                marginal, value, guess = laws.expectations(
+                marginal, value, guess = _expectations(
+                    transitions,
                     env,
                     savings=savings,
                     next_arrays=carry,
@@ -184,96 +207,33 @@ def _terminal(savings: jnp.ndarray, *, n_contexts: int) -> EGMArrays:
     )
 
 
-class _Laws:
-    """Laws of motion and transition probabilities of one model, evaluated on the savings grid."""
+def _expectations(
+    transitions: Transitions,
+    env: dict[str, Any],
+    *,
+    savings: jnp.ndarray,
+    next_arrays: EGMArrays,
+    next_env: Callable[[jnp.ndarray], dict[str, Any]],
+    contexts: jnp.ndarray,
+    shocks: dict[str, jnp.ndarray],
+    shock_weights: jnp.ndarray,
+    utility: Utility,
+) -> tuple[jnp.ndarray, ...]:
+    """Return E[a·u'(c')], E[V'] and E[c'] per savings point."""
+    following = transitions.next_states(
+        env, savings=savings, shocks=shocks, shock_weights=shock_weights
+    )
 
-    def __init__(self, model: Model, structure: EGMStructure) -> None:
-        self.structure = structure
-        self.law = compose(model, [f"next_{structure.state}"])
-        self.discrete_laws = compose(model, [f"next_{s}" for s in structure.deterministic_discrete])
-        self.probabilities = compose(model, [transition_target(s) for s in structure.stochastic])
-        sizes = [model.states[s].n_points for s in structure.stochastic]
-        self.outcomes = (
-            np.stack([c.ravel() for c in np.indices(sizes, dtype=np.int32)], axis=-1)
-            if sizes
-            else np.zeros((1, 0), dtype=np.int32)
+    def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
+        next_period = next_env(contexts[context])
+        consumption, value = consumption_and_value(
+            next_arrays,
+            context,
+            wealth,
+            limit=savings[0],
+            utility=lambda c: utility.value(c, next_period),
         )
-        self.strides = np.asarray(
-            [
-                int(np.prod(structure.discrete_shape[i + 1 :]))
-                for i in range(len(structure.discrete))
-            ],
-            dtype=np.int32,
-        )
+        return slope * utility.marginal(consumption, next_period), value, consumption
 
-    def expectations(
-        self,
-        env: dict[str, Any],
-        *,
-        savings: jnp.ndarray,
-        next_arrays: EGMArrays,
-        next_env: Callable[[jnp.ndarray], dict[str, Any]],
-        contexts: jnp.ndarray,
-        shocks: dict[str, jnp.ndarray],
-        shock_weights: jnp.ndarray,
-        utility: Utility,
-    ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-        """Return E[a·u'(c')], E[V'] and E[c'] per savings point."""
-        structure = self.structure
-        state, action = structure.state, structure.action
-        probabilities = self.probabilities(env)
-        joint = jnp.ones((self.outcomes.shape[0],), dtype=savings.dtype)
-        for i, s in enumerate(structure.stochastic):
-            joint = joint * probabilities[transition_target(s)][self.outcomes[:, i]]
-        next_state = f"next_{state}"
-
-        def per_outcome(codes: jnp.ndarray, shock_point: dict[str, jnp.ndarray]) -> Any:
-            outcome_env = env | {f"next_{s}": codes[i] for i, s in enumerate(structure.stochastic)}
-            outcome_env |= shock_point
-            discrete_next = self.discrete_laws(outcome_env)
-            next_codes = (
-                jnp.stack(
-                    [
-                        codes[structure.stochastic.index(s)]
-                        if s in structure.stochastic
-                        else jnp.asarray(discrete_next[f"next_{s}"]).astype(jnp.int32)
-                        for s in structure.discrete
-                    ]
-                )
-                if structure.discrete
-                else jnp.zeros((0,), dtype=jnp.int32)
-            )
-            flat = jnp.sum(next_codes * jnp.asarray(self.strides)) if structure.discrete else 0
-
-            def next_wealth(s: jnp.ndarray) -> jnp.ndarray:
-                zero = jnp.zeros_like(s)
-                return self.law(outcome_env | {state: s, action: zero})[next_state]
-
-            wealth, slope = jax.vmap(lambda s: jax.jvp(next_wealth, (s,), (jnp.ones_like(s),)))(
-                savings
-            )
-            following = next_env(contexts[flat]) if structure.discrete else next_env(contexts[0])
-            nodes = next_arrays.wealth[flat]
-            consumption = interpolate(wealth, nodes, next_arrays.consumption[flat])
-            value = value_at(
-                wealth,
-                nodes=nodes,
-                equivalent=next_arrays.value_equivalent[flat],
-                continuation=next_arrays.constrained_continuation[flat],
-                limit=savings[0],
-                utility=lambda c: utility.value(c, following),
-            )
-            marginal = slope * utility.marginal(consumption, following)
-            return marginal, value, consumption
-
-        outcomes = jnp.asarray(self.outcomes)
-        if shocks:
-            per_pair = jax.vmap(
-                lambda codes: jax.vmap(lambda point: per_outcome(codes, point))(shocks)
-            )(outcomes)
-        else:
-            per_pair = jax.tree.map(
-                lambda x: x[:, None], jax.vmap(lambda codes: per_outcome(codes, {}))(outcomes)
-            )
-        weights = jnp.multiply.outer(joint, shock_weights)
-        return tuple(jnp.tensordot(weights, part, axes=2) for part in per_pair)
+    parts = jax.vmap(jax.vmap(per_pair))(following.context, following.wealth, following.slope)
+    return tuple(jnp.tensordot(following.weight, part, axes=2) for part in parts)

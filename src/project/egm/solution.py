@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.program import EGMArrays, interpolate, value_at
+from project.egm.program import EGMArrays, consumption_and_value
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.utility import Utility
 from project.model.spec import Model
@@ -125,26 +125,17 @@ def point_evaluator(model: Model) -> Callable[..., tuple[jnp.ndarray, jnp.ndarra
     """
     structure = egm_structure(model)
     utility = Utility(model, structure)
-    strides = np.asarray(
-        [int(np.prod(structure.discrete_shape[i + 1 :])) for i in range(len(structure.discrete))],
-        dtype=np.int32,
-    )
 
     def one(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
-        flat = jnp.sum(codes * jnp.asarray(strides)) if structure.discrete else 0
         env = params | {s: codes[i] for i, s in enumerate(structure.discrete)}
         env |= {"period": period, "age": age}
-        nodes = arrays.wealth[flat]
-        consumption = interpolate(wealth, nodes, arrays.consumption[flat])
-        value = value_at(
+        return consumption_and_value(
+            arrays,
+            structure.context_index(codes),
             wealth,
-            nodes=nodes,
-            equivalent=arrays.value_equivalent[flat],
-            continuation=arrays.constrained_continuation[flat],
             limit=limit,
             utility=lambda c: utility.value(c, env),
         )
-        return consumption, value
 
     return one
 

@@ -11,11 +11,14 @@ runs: a non-monotone endogenous grid is reported).
 from __future__ import annotations
 
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import jax.numpy as jnp
 import numpy as np
 
 from project.errors import ModelSpecificationError
+from project.grids import code_combinations
 from project.model.spec import Model, transition_target
 from project.solver.plan import abstract_argument
 from project.solver.structure import prove_savings_form
@@ -45,6 +48,13 @@ class EGMStructure:
         """Return the number of discrete contexts."""
         return int(self.contexts.shape[0])
 
+    def context_index(self, codes: Sequence[jnp.ndarray] | jnp.ndarray) -> jnp.ndarray:
+        """Return the row of ``contexts`` holding ``codes`` (one per discrete state; traceable)."""
+        index = jnp.zeros((), dtype=jnp.int32)
+        for code, size in zip(codes, self.discrete_shape, strict=True):
+            index = index * size + code
+        return index
+
 
 def egm_obstacle(model: Model) -> str:
     """Return why EGM cannot solve ``model`` ("" when it can)."""
@@ -66,11 +76,7 @@ def egm_structure(model: Model) -> EGMStructure:
     (action,) = model.action_names
     discrete = tuple(s for s in model.state_names if s != state)
     shape = tuple(model.states[s].n_points for s in discrete)
-    contexts = (
-        np.stack([c.ravel() for c in np.indices(shape, dtype=np.int32)], axis=-1)
-        if shape
-        else np.zeros((1, 0), dtype=np.int32)
-    )
+    contexts = code_combinations(shape)
     return EGMStructure(
         state=state,
         action=action,
