@@ -24,6 +24,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 
 from project.errors import ModelSpecificationError
+from project.grids import code_combinations
 
 METHODS = ("gauss-hermite", "equiprobable")
 WEIGHT_TOLERANCE = 1e-12
@@ -217,11 +218,8 @@ def shock_tables(
     Returns ``(values, weights, codes)``: ``values[name]`` has one entry per combination,
     ``weights`` the joint probabilities, ``codes`` the node index of each shock per combination.
     """
-    if not shocks:
-        return {}, jnp.ones(1), jnp.zeros((1, 0), dtype=jnp.int32)
     tables = {name: shock.nodes_and_weights(params) for name, shock in shocks.items()}
-    sizes = [shock.n_nodes for shock in shocks.values()]
-    codes = np.stack([c.ravel() for c in np.indices(sizes, dtype=np.int32)], axis=-1)
+    codes = code_combinations([shock.n_nodes for shock in shocks.values()])
     values = {name: tables[name][0][codes[:, j]] for j, name in enumerate(shocks)}
     weights = jnp.ones(codes.shape[0])
     for j, name in enumerate(shocks):

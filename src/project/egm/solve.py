@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,13 +21,16 @@ from project.model.params import pack_params, params_on_host
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.checks import LogLevel, check_log_level
-from project.solver.facts import fingerprint
+from project.solver.facts import MAX_CACHED_PARAMS, fingerprint
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
 
 _PROGRAMS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
-_CHECKED: weakref.WeakKeyDictionary[Model, set[str]] = weakref.WeakKeyDictionary()
+_CHECKED: weakref.WeakKeyDictionary[Model, OrderedDict[str, None]] = weakref.WeakKeyDictionary()
+_FEASIBILITY: weakref.WeakKeyDictionary[Model, Callable[..., jax.Array]] = (
+    weakref.WeakKeyDictionary()
+)
 _SAVINGS: weakref.WeakKeyDictionary[Model, dict[str, jax.Array]] = weakref.WeakKeyDictionary()
 
 TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
@@ -43,9 +47,12 @@ def solve_egm(
     savings = _savings(model)
     key = fingerprint(flat)
     checks = log_level != "off"
-    if checks and key not in _CHECKED.setdefault(model, set()):
+    checked = _CHECKED.setdefault(model, OrderedDict())
+    if checks and key not in checked:
         check_borrowing_limit(model, params=host_params, savings=np.asarray(savings))
-        _CHECKED[model].add(key)
+        checked[key] = None
+        while len(checked) > MAX_CACHED_PARAMS:
+            checked.popitem(last=False)
     if model not in _PROGRAMS:
         _PROGRAMS[model] = build_program(model)
     started = time.perf_counter()
@@ -94,46 +101,62 @@ def check_borrowing_limit(
             "post_decision_grid."
         )
         raise ModelSpecificationError(msg)
-    feasible = compose(model, list(model.constraints))
     dtype = float_dtype()
     step = 1e3 * np.finfo(dtype).eps * max(1.0, abs(float(savings[0])))
-    trial = np.asarray(TRIAL_CONSUMPTION, dtype=dtype)
-    below = np.asarray([savings[0] - step], dtype=dtype)
+    trials = np.concatenate([savings, [savings[0] - step]]).astype(dtype)
+    # (period, context, savings trial, consumption trial): one compiled check, one read.
+    allowed = np.asarray(
+        _feasibility(model)({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(trials))
+    ).all(axis=-1)
+    forbidden = np.argwhere(~allowed[:, :, :-1])
+    if forbidden.size:
+        period, row, j = (int(i) for i in forbidden[0])
+        msg = (
+            f"Model {model.name!r}: the constraints forbid savings {float(savings[j])!r} of "
+            f"post_decision_grid in period {period}{_context(structure, structure.contexts[row])}"
+            f", which starts at {float(savings[0])!r}. Start the grid at the borrowing limit "
+            "the constraints state."
+        )
+        raise ModelSpecificationError(msg)
+    looser = np.argwhere(allowed[:, :, -1])
+    if looser.size:
+        period, row = (int(i) for i in looser[0])
+        msg = (
+            f"Model {model.name!r}: the constraints allow savings below {float(savings[0])!r}, "
+            f"the start of post_decision_grid, in period {period}"
+            f"{_context(structure, structure.contexts[row])}. EGM would solve a tighter problem "
+            "than the grid solver: start the grid at the borrowing limit the constraints state."
+        )
+        raise ModelSpecificationError(msg)
 
-    @jax.jit
-    def allowed(period: jnp.ndarray, codes: jnp.ndarray, saved: jnp.ndarray) -> jnp.ndarray:
-        env = {k: jnp.asarray(v) for k, v in params.items()}
-        env |= {s: codes[i] for i, s in enumerate(structure.discrete)}
-        env |= {"period": period, "age": jnp.asarray(np.asarray(model.ages, dtype=dtype))[period]}
 
-        def one(s: jnp.ndarray, c: jnp.ndarray) -> jnp.ndarray:
-            out = feasible(env | {state: s + c, action: c})
-            return jnp.all(jnp.stack([jnp.asarray(v) for v in out.values()]))
+def _feasibility(model: Model) -> Callable[..., jax.Array]:
+    """Return the jitted ``(params, savings) -> feasible`` over periods, contexts and trials."""
+    if model in _FEASIBILITY:
+        return _FEASIBILITY[model]
+    structure = egm_structure(model)
+    state, action = structure.state, structure.action
+    feasible = compose(model, list(model.constraints))
+    contexts = jnp.asarray(structure.contexts)
 
-        return jax.vmap(lambda s: jax.vmap(lambda c: one(s, c))(trial))(saved)
+    def check(params: dict[str, jax.Array], savings: jax.Array) -> jax.Array:
+        dtype = savings.dtype
+        ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
+        trial = jnp.asarray(TRIAL_CONSUMPTION, dtype=dtype)
 
-    for period in range(model.n_periods):
-        for codes in structure.contexts:
-            where = _context(structure, codes)
-            inside = np.asarray(allowed(jnp.int32(period), jnp.asarray(codes), savings))
-            if not inside.all():
-                j = int(np.argwhere(~inside)[0][0])
-                msg = (
-                    f"Model {model.name!r}: the constraints forbid savings "
-                    f"{float(savings[j])!r} of post_decision_grid in period {period}{where}, "
-                    f"which starts at {float(savings[0])!r}. Start the grid at the borrowing "
-                    "limit the constraints state."
-                )
-                raise ModelSpecificationError(msg)
-            if np.asarray(allowed(jnp.int32(period), jnp.asarray(codes), below)).any():
-                msg = (
-                    f"Model {model.name!r}: the constraints allow savings below "
-                    f"{float(savings[0])!r}, the start of post_decision_grid, in period "
-                    f"{period}{where}. EGM would solve "
-                    "a tighter problem than the grid solver: start the grid at the borrowing "
-                    "limit the constraints state."
-                )
-                raise ModelSpecificationError(msg)
+        def one(period: jax.Array, codes: jax.Array, s: jax.Array, c: jax.Array) -> jax.Array:
+            env = params | {name: codes[i] for i, name in enumerate(structure.discrete)}
+            env |= {"period": period, "age": ages[period], state: s + c, action: c}
+            return jnp.all(jnp.stack([jnp.asarray(v) for v in feasible(env).values()]))
+
+        per_trial = jax.vmap(one, in_axes=(None, None, None, 0))
+        per_saving = jax.vmap(per_trial, in_axes=(None, None, 0, None))
+        per_context = jax.vmap(per_saving, in_axes=(None, 0, None, None))
+        per_period = jax.vmap(per_context, in_axes=(0, None, None, None))
+        return per_period(jnp.arange(model.n_periods, dtype=jnp.int32), contexts, savings, trial)
+
+    _FEASIBILITY[model] = jax.jit(check)
+    return _FEASIBILITY[model]
 
 
 def _context(structure: Any, codes: np.ndarray) -> str:

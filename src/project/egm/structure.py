@@ -20,9 +20,7 @@ import numpy as np
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
 from project.model.spec import Model, transition_target
-from project.solver.plan import abstract_argument
-from project.solver.structure import prove_savings_form
-from project.solver.sweep import composed_function
+from project.solver.plan import prove_law_of_motion
 
 INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
 
@@ -115,13 +113,7 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
     for target in others:
         if model.ancestors(target) & {state, action}:
             return f"{target!r} depends on {state!r} or {action!r}"
-    func, arguments = composed_function(model, [law])
-    proof = prove_savings_form(
-        lambda **kwargs: func(**kwargs)[law],
-        arguments={a: abstract_argument(model, a) for a in arguments},
-        state=state,
-        action=action,
-    )
+    proof = prove_law_of_motion(model, state=state, action=action)
     if not proof.holds:
         return f"{law} is not a·({state} - {action}) + b: {proof.reason}"
     return ""

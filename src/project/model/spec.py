@@ -80,7 +80,7 @@ class Model:
         self.shocks = dict(shocks or {})
         self.post_decision_grid = post_decision_grid
         _validate_names(self)
-        _validate_shocks(self)
+        _validate_shocks_and_savings_grid(self)
         _validate_graph(self)
         _validate_distributed(self)
         unknown_shapes = sorted(set(self.param_shapes) - set(self.params_template))
@@ -307,8 +307,8 @@ def _validate_graph(model: Model) -> None:
             raise ModelSpecificationError(msg)
 
 
-def _validate_shocks(model: Model) -> None:
-    """Check shock names and that only laws of motion of deterministic states read shocks."""
+def _validate_shocks_and_savings_grid(model: Model) -> None:
+    """Check the savings grid, shock names, and that only laws of motion read shocks."""
     name = model.name
     grid = model.post_decision_grid
     if grid is not None and not isinstance(grid, ContinuousGrid):

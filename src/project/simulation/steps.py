@@ -21,9 +21,8 @@ from project.egm.structure import egm_structure
 from project.model.spec import Model, transition_target
 from project.shocks import shock_tables
 from project.simulation.keys import draw_category, subject_keys
-from project.solver.choice import best_choice
-from project.solver.expectation import ExpectationPlan, prepare_next_value
-from project.solver.q import build_q_function
+from project.solver.evaluate import build_state_choice
+from project.solver.expectation import prepare_next_value
 from project.solver.sweep import compose
 
 _STEPS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
@@ -65,22 +64,15 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
 
     Its arguments are ``(states, ids, expected, params, grid_points, period, age, seed)``.
     """
-    plan = ExpectationPlan.for_model(model)
-    q_function = build_q_function(model, continuation=not terminal)
-    action_shape = tuple(g.n_points for g in model.actions.values())
+    choose = build_state_choice(model, terminal=terminal)
     advance = build_advance(model)
 
     def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
-        part = expected
-        for state in plan.sliced:
-            part = part[state_values[state]]
-        q = q_function(state_values, part, params, grid_points, period, age).ravel()
-        value, index = best_choice(q)
-        positions = jnp.unravel_index(index, action_shape) if action_shape else ()
-        actions = {a: grid_points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
+        value, actions = choose(state_values, expected, params, grid_points, period, age)
         if terminal:
             return actions, value, state_values
-        return actions, value, advance(state_values, actions, key, params, period, age, q.dtype)
+        following = advance(state_values, actions, key, params, period, age, value.dtype)
+        return actions, value, following
 
     def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
         keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)

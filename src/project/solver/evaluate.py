@@ -66,25 +66,36 @@ def _evaluator(model: Model, *, terminal: bool) -> Callable[..., Any]:
     return cache[terminal]
 
 
-def _build(model: Model, *, terminal: bool) -> Callable[..., Any]:
+def build_state_choice(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    """Return ``choose(state_values, expected, params, points, period, age)`` at one state.
+
+    ``expected`` is next period's V as ``prepare_next_value`` returns it (whole; the sliced axes
+    are indexed here). It returns the maximum of Q over the action grid and the maximising
+    action values.
+    """
     plan = ExpectationPlan.for_model(model)
     q_function = build_q_function(model, continuation=not terminal)
     action_shape = tuple(g.n_points for g in model.actions.values())
 
+    def choose(state_values, expected, params, points, period, age):  # noqa: ANN001, ANN202
+        part = expected
+        for state in plan.sliced:
+            part = part[state_values[state]]
+        q = q_function(state_values, part, params, points, period, age).ravel()
+        value, index = best_choice(q)
+        positions = jnp.unravel_index(index, action_shape) if action_shape else ()
+        actions = {a: points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
+        return value, actions
+
+    return choose
+
+
+def _build(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    choose = build_state_choice(model, terminal=terminal)
+
     def evaluate(states, next_value, params, points, period, age):  # noqa: ANN001, ANN202
         env = {**params, "period": period, "age": age}
         expected = prepare_next_value(model, next_value=next_value, env=env, grid_points=points)
-
-        def one(state_values):  # noqa: ANN001, ANN202
-            part = expected
-            for state in plan.sliced:
-                part = part[state_values[state]]
-            q = q_function(state_values, part, params, points, period, age).ravel()
-            value, index = best_choice(q)
-            positions = jnp.unravel_index(index, action_shape) if action_shape else ()
-            actions = {a: points[a][i] for a, i in zip(model.action_names, positions, strict=True)}
-            return value, actions
-
-        return jax.vmap(one)(states)
+        return jax.vmap(lambda s: choose(s, expected, params, points, period, age))(states)
 
     return jax.jit(evaluate)

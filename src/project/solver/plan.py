@@ -31,7 +31,7 @@ from project.grids import Grid, LinSpacedGrid
 from project.model.spec import RESERVED_ARGUMENTS, Model, transition_target
 from project.points import float_dtype
 from project.solver.expectation import ExpectationPlan
-from project.solver.structure import prove_savings_form
+from project.solver.structure import SavingsProof, prove_savings_form
 from project.solver.sweep import composed_function
 
 # Steps whose ratio is within this relative distance of a whole number are commensurate.
@@ -154,13 +154,7 @@ def _structure(model: Model) -> Structure:
             state=state,
             action=action,
         )
-    func, arguments = composed_function(model, [law])
-    proof = prove_savings_form(
-        lambda **kwargs: func(**kwargs)[law],
-        arguments={a: abstract_argument(model, a) for a in arguments},
-        state=state,
-        action=action,
-    )
+    proof = prove_law_of_motion(model, state=state, action=action)
     if not proof.holds:
         return Structure(
             kind="row",
@@ -188,6 +182,18 @@ def _structure(model: Model) -> Structure:
             f"{action} point is a shifted window of one row"
         ),
         **common,
+    )
+
+
+def prove_law_of_motion(model: Model, *, state: str, action: str) -> SavingsProof:
+    """Return whether ``next_<state>`` is ``a·(state - action) + b`` (``structure.py``)."""
+    law = f"next_{state}"
+    func, arguments = composed_function(model, [law])
+    return prove_savings_form(
+        lambda **kwargs: func(**kwargs)[law],
+        arguments={a: abstract_argument(model, a) for a in arguments},
+        state=state,
+        action=action,
     )
 
 

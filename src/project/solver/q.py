@@ -13,7 +13,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.grids import Grid
+from project.grids import Grid, code_combinations
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
 from project.shocks import shock_tables
 from project.solver.expectation import ExpectationPlan, build_contraction, prepare_next_value
@@ -99,27 +99,18 @@ def build_q_function(
                     grid_points=grid_points,
                 )
 
-            if model.shocks:
-                # Every (kept outcome, shock node) pair, weighted by its joint probability.
-                codes = (
-                    jnp.stack(
-                        [c.ravel() for c in jnp.indices(kept_sizes, dtype=jnp.int32)], axis=-1
-                    )
-                    if plan.kept
-                    else jnp.zeros((1, 0), dtype=jnp.int32)
-                )
-                kept_joint = joint_probabilities([out[transition_target(s)] for s in plan.kept])
-                per_pair = jax.vmap(
-                    lambda c: jax.vmap(lambda v: outcome_value(c, v))(shock_values)
-                )(codes)
-                joint = jnp.multiply.outer(kept_joint, shock_weights).ravel()
-                expected_value = weighted_sum(joint, per_pair.ravel())
-            elif plan.kept:
-                codes = jnp.stack(
-                    [c.ravel() for c in jnp.indices(kept_sizes, dtype=jnp.int32)], axis=-1
-                )
+            if plan.kept or model.shocks:
+                # Every kept outcome (and shock node), weighted by its joint probability.
+                codes = jnp.asarray(code_combinations(kept_sizes))
                 joint = joint_probabilities([out[transition_target(s)] for s in plan.kept])
-                expected_value = weighted_sum(joint, jax.vmap(outcome_value)(codes))
+                if model.shocks:
+                    values = jax.vmap(
+                        lambda c: jax.vmap(lambda v: outcome_value(c, v))(shock_values)
+                    )(codes).ravel()
+                    joint = jnp.multiply.outer(joint, shock_weights).ravel()
+                else:
+                    values = jax.vmap(outcome_value)(codes)
+                expected_value = weighted_sum(joint, values)
             else:
                 expected_value = outcome_value(jnp.zeros((0,), dtype=jnp.int32))
             q = out["utility"] + params[DISCOUNT_FACTOR] * expected_value
