@@ -222,7 +222,12 @@ def test_default_method_is_the_most_accurate_admitted():
 
 def test_egm_on_a_model_it_does_not_admit_names_the_reason():
     model = lifecycle.build_model(n_wealth=10, n_consumption=10)
-    with pytest.raises(ModelSpecificationError, match="post_decision_grid"):
+    with pytest.raises(
+        ModelSpecificationError,
+        match=r"cannot be solved with method='dcegm'.*post_decision_grid.*method='grid'",
+    ):
+        solve(model=model, params=lifecycle.DEFAULT_PARAMS, method="dcegm")
+    with pytest.raises(ModelSpecificationError, match=r"discrete actions.*method='dcegm'"):
         solve(model=model, params=lifecycle.DEFAULT_PARAMS, method="egm")
     with pytest.raises(ModelSpecificationError, match="method must be one of"):
         solve(model=model, params=lifecycle.DEFAULT_PARAMS, method="newton")
@@ -270,7 +275,7 @@ def test_non_monotone_endogenous_grid_is_reported_where_and_why(x64):
         model=cake_model(n_savings=20), params={"beta": BETA, "crra": 2.0, "interest_factor": R}
     )
     wealth = np.asarray(solution.arrays.wealth).copy()
-    wealth[2, 8] = wealth[2, 6]  # the grid falls back between nodes 7 and 8 of period 2
+    wealth[2, 0, 8] = wealth[2, 0, 6]  # the grid falls back between nodes 7 and 8 of period 2
     damaged = dataclasses.replace(
         solution, arrays=solution.arrays._replace(wealth=jnp.asarray(wealth))
     )

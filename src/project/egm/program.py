@@ -1,137 +1,126 @@
-"""The endogenous grid method as one jitted program: a scan over periods, backwards.
+"""The endogenous grid method (EGM, and DC-EGM with discrete choices) as one jitted program.
 
-Per period and discrete context, on the savings grid ``s_j`` (the post-decision state):
+A scan over periods, backwards. Per period, discrete context and discrete choice, on the savings
+grid ``s_j`` (the post-decision state):
 
-1. next wealth ``w' = next_w(w=s_j, c=0)`` (= a·s_j + b) and its slope ``a`` for every outcome
-   of the stochastic states and every node of the iid shocks;
-2. ``E[a·u'(c_{t+1}(w'))]`` and ``E[V_{t+1}(w')]`` with next period's consumption and value
-   interpolated on its endogenous grid;
+1. next wealth ``w' = next_w(w=s_j, c=0)`` (= a·s_j + b, given the choice) and its slope ``a``
+   for every outcome of the stochastic states and every node of the iid shocks;
+2. next period read at ``w'`` (``choices.at_state``): each next choice's consumption and value,
+   combined into ``E[V']`` (the log-sum over choices with taste shocks, else the maximum) and
+   ``E[a·Σ_d P_d·u'(c'_d)]``;
 3. the Euler equation ``u'(c_j) = beta·E[a·u'(c')]`` inverted for ``c_j``; the endogenous grid
-   ``w_j = s_j + c_j``; ``V_j = u(c_j) + beta·E[V']``.
+   ``w_j = s_j + c_j``; ``V_j = u(c_j) + beta·E[V']``;
+4. with discrete actions, the upper envelope (``envelope.py``) drops the points that are not
+   optimal and the rest are sorted; without, a non-monotone grid is reported instead.
 
 Below the first endogenous point the borrowing limit ``s_0`` binds: ``c = w - s_0`` and
 ``V(w) = u(w - s_0) + beta·E[V'(s_0)]``, both exact. Node 0 of every period is the point
 ``(w, c) = (s_0, 0)``, so interpolating consumption over all nodes gives ``c = w - s_0`` there.
-V is stored as its consumption equivalent ``nu = u^{-1}(V)``, which is linear in ``w`` for CRRA
-utility without income, and interpolated linearly. The last period consumes down to ``s_0``.
+V is stored as its consumption equivalent ``nu = u^{-1}(V)`` (under the choice's utility), which
+is linear in ``w`` for CRRA utility without income, and interpolated linearly. The last period
+consumes down to ``s_0``. Which choices are feasible comes from the constraints that involve
+neither ``w`` nor ``c``.
 
-The report has one row per period: NaN/inf in the result, a non-monotone endogenous grid, and
-the residuals of the two numerical inverses (see ``utility.py``) beyond tolerance.
+The report has one row per period: NaN/inf in the result, a non-monotone endogenous grid (EGM)
+or an envelope window too narrow (DC-EGM), the residuals of the two numerical inverses (see
+``utility.py``) beyond tolerance, a context without a feasible choice, and the most runs of
+increasing wealth seen in one endogenous grid.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.structure import egm_structure
+from project.egm.choices import EGMArrays, at_state, choice_env
+from project.egm.envelope import clean_grids
+from project.egm.structure import EGMStructure, egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
 from project.model.params import unpack_params
 from project.model.spec import DISCOUNT_FACTOR, Model
 from project.shocks import shock_tables
+from project.solver.sweep import compose
+from project.taste_shocks import TASTE_SHOCK_SCALE
 
-REPORT_COLUMNS = ("not_finite", "non_monotone", "inverse_marginal_residual", "inverse_residual")
-
-
-class EGMArrays(NamedTuple):
-    """Per period (leading axis) and context: the endogenous grid and what lives on it."""
-
-    wealth: jax.Array
-    consumption: jax.Array
-    value_equivalent: jax.Array
-    constrained_continuation: jax.Array
-
-
-def interpolate(x: jnp.ndarray, nodes: jnp.ndarray, values: jnp.ndarray) -> jnp.ndarray:
-    """Return the linear interpolation (extrapolated beyond the ends) of ``values`` at ``x``."""
-    upper = jnp.clip(jnp.searchsorted(nodes, x, side="right"), 1, nodes.shape[-1] - 1)
-    x0, x1 = nodes[upper - 1], nodes[upper]
-    y0, y1 = values[upper - 1], values[upper]
-    return y0 + (x - x0) * ((y1 - y0) / (x1 - x0))
+REPORT_COLUMNS = (
+    "not_finite",
+    "non_monotone",
+    "inverse_marginal_residual",
+    "inverse_residual",
+    "no_feasible_choice",
+    "runs",
+)
 
 
-def value_at(
-    wealth: jnp.ndarray,
-    *,
-    nodes: jnp.ndarray,
-    equivalent: jnp.ndarray,
-    continuation: jnp.ndarray,
-    limit: jnp.ndarray,
-    utility: Callable[[jnp.ndarray], jnp.ndarray],
-) -> jnp.ndarray:
-    """Return V at ``wealth`` from one context's arrays (exact where the limit binds)."""
-    constrained = wealth < nodes[1]
-    slack = jnp.where(constrained, wealth - limit, 1.0)
-    binding = utility(slack) + continuation
-    free = utility(interpolate(wealth, nodes[1:], equivalent[1:]))
-    return jnp.where(constrained, binding, free)
+def build_program(
+    model: Model, *, window: int
+) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
+    """Return the jitted ``program(flat_params, savings) -> (arrays, report)``.
 
-
-def consumption_and_value(
-    arrays: EGMArrays,
-    context: jnp.ndarray | int,
-    wealth: jnp.ndarray,
-    *,
-    limit: jnp.ndarray,
-    utility: Callable[[jnp.ndarray], jnp.ndarray],
-) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Return consumption and V at ``wealth`` from one period's arrays (contexts flattened)."""
-    nodes = arrays.wealth[context]
-    consumption = interpolate(wealth, nodes, arrays.consumption[context])
-    value = value_at(
-        wealth,
-        nodes=nodes,
-        equivalent=arrays.value_equivalent[context],
-        continuation=arrays.constrained_continuation[context],
-        limit=limit,
-        utility=utility,
-    )
-    return consumption, value
-
-
-def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
-    """Return the jitted ``program(flat_params, savings) -> (arrays, report)``."""
+    ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only).
+    """
     structure = egm_structure(model)
     utility = Utility(model, structure)
     transitions = Transitions(model, structure)
+    feasibility = compose(model, list(structure.choice_constraints))
     n_periods = model.n_periods
+    with_envelope = bool(structure.discrete_actions)
 
     def program(flat_params: jax.Array, savings: jax.Array) -> tuple[EGMArrays, jax.Array]:
         params = unpack_params(model=model, flat=flat_params)
         dtype = savings.dtype
         ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
         contexts = jnp.asarray(structure.contexts)
+        choices = jnp.arange(structure.n_choices)
         shocks, shock_weights, _ = shock_tables(model.shocks, params)
         shock_weights = shock_weights.astype(dtype)
         shocks = {k: v.astype(dtype) for k, v in shocks.items()}
+        scale = params[TASTE_SHOCK_SCALE] if model.taste_shocks else jnp.zeros((), dtype)
         tolerance = float(1e3 * jnp.finfo(dtype).eps)
+        beta = params[DISCOUNT_FACTOR]
 
         def env_of(codes: jnp.ndarray, period: jnp.ndarray) -> dict[str, Any]:
             named = {s: codes[i] for i, s in enumerate(structure.discrete)}
             return params | named | {"period": period, "age": ages[period]}
 
-        terminal = _terminal(savings, n_contexts=structure.n_contexts)
+        def feasible_in(period: jnp.ndarray) -> jnp.ndarray:
+            def one(codes: jnp.ndarray, choice: jnp.ndarray) -> jnp.ndarray:
+                out = feasibility(choice_env(structure, env_of(codes, period), choice))
+                allowed = jnp.asarray(True)
+                for constraint in structure.choice_constraints:
+                    allowed = allowed & jnp.asarray(out[constraint])
+                return allowed
+
+            return jax.vmap(lambda codes: jax.vmap(lambda d: one(codes, d))(choices))(contexts)
 
         def period_step(carry: EGMArrays, period: jnp.ndarray) -> tuple[EGMArrays, Any]:
-            def one_context(codes: jnp.ndarray) -> tuple[EGMArrays, jnp.ndarray]:
-                env = env_of(codes, period)
+            def one_pair(codes: jnp.ndarray, choice: jnp.ndarray) -> tuple[Any, ...]:
+                env = choice_env(structure, env_of(codes, period), choice)
                 marginal, value, guess = _expectations(
                     transitions,
                     env,
                     savings=savings,
-                    next_arrays=carry,
                     next_env=lambda next_codes: env_of(next_codes, period + 1),
-                    contexts=contexts,
                     shocks=shocks,
                     shock_weights=shock_weights,
-                    utility=utility,
+                    read=lambda context, wealth, next_env: at_state(
+                        carry,
+                        context,
+                        wealth,
+                        structure=structure,
+                        utility=utility,
+                        env=next_env,
+                        limit=savings[0],
+                        scale=scale,
+                        with_marginal=True,
+                    ),
                 )
-                target = params[DISCOUNT_FACTOR] * marginal
+                target = beta * marginal
                 infinite = jnp.isposinf(target)
                 solved, marginal_residual = utility.inverse_marginal(
                     jnp.where(infinite, 1.0, target),
@@ -140,7 +129,7 @@ def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArr
                     tolerance=tolerance / 10,
                 )
                 consumption = jnp.where(infinite, 0.0, solved)
-                value_now = utility.value(consumption, env) + params[DISCOUNT_FACTOR] * value
+                value_now = utility.value(consumption, env) + beta * value
                 # Where E[u'(c')] is infinite (nothing to consume next period at zero savings),
                 # c_j = 0 and every later consumption is 0: V's consumption equivalent is 0.
                 unbounded = jnp.isneginf(value_now) | infinite
@@ -152,18 +141,16 @@ def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArr
                 )
                 equivalent = jnp.where(unbounded, 0.0, solved_equivalent)
                 wealth = savings + consumption
+                below = wealth < wealth[0]
+                slack = jnp.where(below, wealth - savings[0], 1.0)
+                constrained = jnp.where(
+                    below, utility.value(slack, env) + beta * value[0], -jnp.inf
+                )
                 marginal_error = jnp.max(
                     jnp.where(infinite, 0.0, jnp.abs(marginal_residual)), initial=0.0
                 )
                 inverse_error = jnp.max(
                     jnp.where(unbounded, 0.0, jnp.abs(inverse_residual)), initial=0.0
-                )
-                zero = jnp.zeros((1,), dtype=dtype)
-                arrays = EGMArrays(
-                    wealth=jnp.concatenate([savings[:1], wealth]),
-                    consumption=jnp.concatenate([zero, consumption]),
-                    value_equivalent=jnp.concatenate([zero, equivalent]),
-                    constrained_continuation=params[DISCOUNT_FACTOR] * value[0],
                 )
                 flags = jnp.stack(
                     [
@@ -172,38 +159,75 @@ def build_program(model: Model) -> Callable[[jax.Array, jax.Array], tuple[EGMArr
                         marginal_error > tolerance,
                         inverse_error > tolerance,
                     ]
-                )
-                return arrays, flags
+                ).astype(jnp.int32)
+                grids = (wealth, consumption, equivalent, value_now, constrained)
+                return grids, beta * value[0], flags
 
-            arrays, flags = jax.vmap(one_context)(contexts)
-            return arrays, (arrays, jnp.any(flags, axis=0))
+            pairs = jax.vmap(lambda codes: jax.vmap(lambda d: one_pair(codes, d))(choices))
+            grids, continuation, flags = pairs(contexts)
+            shape = (structure.n_contexts, structure.n_choices)
+            runs = jnp.ones((*shape, 1), jnp.int32)
+            if with_envelope:
+                flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), grids)
+                *cleaned, exact, runs = clean_grids(*flat, window=window)
+                grids = tuple(x.reshape(*shape, -1) for x in cleaned)
+                flags = flags.at[..., 1].set((~exact).reshape(shape).astype(jnp.int32))
+                runs = runs.reshape(*shape, 1)
+            zero = jnp.zeros((*shape, 1), dtype=dtype)
+            start = jnp.broadcast_to(savings[:1], (*shape, 1))
+            wealth, consumption, equivalent = grids[:3]
+            feasible = feasible_in(period)
+            arrays = EGMArrays(
+                wealth=jnp.concatenate([start, wealth], axis=-1),
+                consumption=jnp.concatenate([zero, consumption], axis=-1),
+                value_equivalent=jnp.concatenate([zero, equivalent], axis=-1),
+                constrained_continuation=continuation,
+                feasible=feasible,
+            )
+            report = _period_report(jnp.concatenate([flags, runs], axis=-1), feasible)
+            return arrays, (arrays, report)
 
-        steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
-        _, (history, flags) = jax.lax.scan(period_step, terminal, steps, reverse=True)
-        stacked = jax.tree.map(
-            lambda earlier, last: jnp.concatenate([earlier, last[None]]), history, terminal
+        last = jnp.int32(n_periods - 1)
+        terminal = _terminal(savings, structure=structure, feasible=feasible_in(last))
+        terminal_report = _period_report(
+            jnp.zeros((structure.n_contexts, structure.n_choices, 5), jnp.int32), terminal.feasible
         )
-        report = jnp.concatenate([flags, jnp.zeros((1, len(REPORT_COLUMNS)), bool)])
-        return stacked, report.astype(jnp.int32)
+        steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
+        _, (history, reports) = jax.lax.scan(period_step, terminal, steps, reverse=True)
+        stacked = jax.tree.map(
+            lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
+        )
+        return stacked, jnp.concatenate([reports, terminal_report[None]])
 
     return jax.jit(program)
 
 
-def _terminal(savings: jnp.ndarray, *, n_contexts: int) -> EGMArrays:
+def _period_report(flags: jnp.ndarray, feasible: jnp.ndarray) -> jnp.ndarray:
+    """Return one report row from per-(context, choice) flags; infeasible choices ignored."""
+    checked = jnp.where(feasible[..., None], flags[..., :4], 0)
+    any_flag = jnp.any(checked > 0, axis=(0, 1)).astype(jnp.int32)
+    no_choice = jnp.any(~jnp.any(feasible, axis=1)).astype(jnp.int32)
+    runs = jnp.max(jnp.where(feasible, flags[..., 4], 0))
+    return jnp.concatenate([any_flag, no_choice[None], runs[None]])
+
+
+def _terminal(savings: jnp.ndarray, *, structure: EGMStructure, feasible: jnp.ndarray) -> EGMArrays:
     """Return the last period: consume down to the limit, V = u(c) (nu = c, exact)."""
     spend = savings - savings[0] + (savings[1] - savings[0])
     zero = jnp.zeros((1,), dtype=savings.dtype)
     consumption = jnp.concatenate([zero, spend])
     wealth = jnp.concatenate([savings[:1], savings[0] + spend])
+    shape = (structure.n_contexts, structure.n_choices)
 
     def tile(x: jnp.ndarray) -> jnp.ndarray:
-        return jnp.broadcast_to(x, (n_contexts, *x.shape))
+        return jnp.broadcast_to(x, (*shape, *x.shape))
 
     return EGMArrays(
         wealth=tile(wealth),
         consumption=tile(consumption),
         value_equivalent=tile(consumption),
-        constrained_continuation=jnp.zeros((n_contexts,), dtype=savings.dtype),
+        constrained_continuation=jnp.zeros(shape, dtype=savings.dtype),
+        feasible=feasible,
     )
 
 
@@ -212,28 +236,21 @@ def _expectations(
     env: dict[str, Any],
     *,
     savings: jnp.ndarray,
-    next_arrays: EGMArrays,
     next_env: Callable[[jnp.ndarray], dict[str, Any]],
-    contexts: jnp.ndarray,
     shocks: dict[str, jnp.ndarray],
     shock_weights: jnp.ndarray,
-    utility: Utility,
+    read: Callable[..., Any],
 ) -> tuple[jnp.ndarray, ...]:
-    """Return E[a·u'(c')], E[V'] and E[c'] per savings point."""
+    """Return E[a·Σ P·u'(c')], E[V'] and E[Σ P·c'] per savings point."""
     following = transitions.next_states(
         env, savings=savings, shocks=shocks, shock_weights=shock_weights
     )
+    contexts = jnp.asarray(transitions.structure.contexts)
 
     def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
-        next_period = next_env(contexts[context])
-        consumption, value = consumption_and_value(
-            next_arrays,
-            context,
-            wealth,
-            limit=savings[0],
-            utility=lambda c: utility.value(c, next_period),
-        )
-        return slope * utility.marginal(consumption, next_period), value, consumption
+        state = read(context, wealth, next_env(contexts[context]))
+        guess = jnp.sum(state.probability * state.consumption, axis=0)
+        return slope * state.marginal, state.total, guess
 
     parts = jax.vmap(jax.vmap(per_pair))(following.context, following.wealth, following.slope)
     return tuple(jnp.tensordot(following.weight, part, axes=2) for part in parts)

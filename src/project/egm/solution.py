@@ -1,4 +1,8 @@
-"""A model solved by EGM: consumption and V on each period's endogenous grid, evaluable anywhere."""
+"""A model solved by EGM or DC-EGM: per choice, consumption and V on each period's endogenous grid.
+
+Evaluable anywhere: V (the log-sum over discrete choices with taste shocks, else the maximum), the
+policy (the most likely discrete choice and consumption given it) and the choice probabilities.
+"""
 
 from __future__ import annotations
 
@@ -6,32 +10,35 @@ import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.program import EGMArrays, consumption_and_value
+from project.egm.choices import EGMArrays, at_state
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.utility import Utility
 from project.model.spec import Model
 from project.points import float_dtype
+from project.solver.choice import first_argmax
 from project.solver.grid_cache import grid_points_of
 from project.solver.states import validate_states
+from project.taste_shocks import TASTE_SHOCK_SCALE
 
 _EVALUATORS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
 class EGMSolution:
-    """Per period (leading axis) and discrete context: the endogenous grid and what lives on it.
+    """Per period (leading axis), discrete context and choice: the endogenous grid and its values.
 
-    ``arrays.wealth[t, *codes]`` are the endogenous wealth nodes (node 0 is the borrowing limit),
-    ``arrays.consumption`` the consumption there, ``arrays.value_equivalent`` V in
-    consumption-equivalent form (u^{-1}(V); node 0 unused) and
-    ``arrays.constrained_continuation`` beta·E[V'] at the limit (V where the limit binds).
-    ``savings`` is the post-decision grid the solve used.
+    ``arrays.wealth[t, *codes, d]`` are the endogenous wealth nodes of choice ``d`` (node 0 is
+    the borrowing limit; one choice without discrete actions), ``arrays.consumption`` the
+    consumption there, ``arrays.value_equivalent`` V in consumption-equivalent form (u^{-1}(V);
+    node 0 unused), ``arrays.constrained_continuation`` beta·E[V'] at the limit (V where the
+    limit binds) and ``arrays.feasible`` whether the choice is allowed. ``savings`` is the
+    post-decision grid the solve used.
     """
 
     model: Model
@@ -39,15 +46,18 @@ class EGMSolution:
     arrays: EGMArrays
     savings: jax.Array
 
-    method = "egm"
+    @property
+    def method(self) -> str:
+        """Return "dcegm" for a model with discrete actions, else "egm"."""
+        return self.structure.method
 
     @property
     def kernels(self) -> tuple[str, ...]:
         """Return the method of every period (for metadata shared with grid solutions)."""
-        return ("egm",) * self.model.n_periods
+        return (self.method,) * self.model.n_periods
 
-    def period_arrays(self, period: int) -> EGMArrays:
-        """Return one period's arrays with the contexts flattened: (context, node)."""
+    def period_arrays(self, period: int | jax.Array) -> EGMArrays:
+        """Return one period's arrays with the contexts flattened: (context, choice, ...)."""
         n_contexts = self.structure.n_contexts
         depth = 1 + len(self.structure.discrete_shape)
         return jax.tree.map(lambda x: x[period].reshape(n_contexts, *x.shape[depth:]), self.arrays)
@@ -74,18 +84,37 @@ class EGMSolution:
         return self._evaluate(period=period, states=states)[1]
 
     def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """Return the optimal consumption of ``period`` at ``states``, interpolated."""
-        return {self.structure.action: self._evaluate(period=period, states=states)[0]}
+        """Return the policy of ``period`` at ``states``, interpolated.
+
+        With discrete actions: the most likely choice (the best at taste-shock scale 0) and
+        consumption given that choice.
+        """
+        flat, shape = validate_states(model=self.model, states=states, period=period)
+        at = self.evaluate_flat(period=period, states=flat)
+        structure = self.structure
+        chosen = np.asarray(at.choice)
+        policy = {structure.action: np.asarray(at.consumption).reshape(shape)}
+        for i, action in enumerate(structure.discrete_actions):
+            policy[action] = structure.choices[chosen, i].reshape(shape)
+        return policy
+
+    def choice_probabilities(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+        """Return the probability of each discrete choice at ``states``: shape (*states, choice).
+
+        Choices are the combinations of the discrete actions' codes in C order (the rows of
+        ``structure.choices``); at taste-shock scale 0 the best choice has probability one.
+        """
+        flat, shape = validate_states(model=self.model, states=states, period=period)
+        probabilities = np.asarray(self.evaluate_flat(period=period, states=flat).probability)
+        return probabilities.reshape(*shape, self.structure.n_choices)
 
     def _evaluate(self, *, period: int, states: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
         flat, shape = validate_states(model=self.model, states=states, period=period)
-        consumption, value = self.evaluate_flat(period=period, states=flat)
-        return np.asarray(consumption).reshape(shape), np.asarray(value).reshape(shape)
+        at = self.evaluate_flat(period=period, states=flat)
+        return np.asarray(at.consumption).reshape(shape), np.asarray(at.value).reshape(shape)
 
-    def evaluate_flat(
-        self, *, period: int | jax.Array, states: Mapping[str, Any]
-    ) -> tuple[jax.Array, jax.Array]:
-        """Return (consumption, V) at validated flat ``states`` (no checks; for simulation)."""
+    def evaluate_flat(self, *, period: int | jax.Array, states: Mapping[str, Any]) -> Evaluated:
+        """Return consumption, V, the choice and probabilities at validated flat ``states``."""
         structure, dtype = self.structure, float_dtype()
         arrays = self.period_arrays(period)
         codes = (
@@ -117,11 +146,21 @@ def _evaluator(model: Model) -> Callable[..., Any]:
     return _EVALUATORS[model]
 
 
-def point_evaluator(model: Model) -> Callable[..., tuple[jnp.ndarray, jnp.ndarray]]:
-    """Return ``one(arrays, codes, wealth, params, period, age, limit) -> (c, V)`` at one state.
+class Evaluated(NamedTuple):
+    """At each state: the likeliest choice, consumption given it, V; per choice P and c."""
 
-    ``arrays`` hold one period with contexts flattened (context, node); ``codes`` are the
-    discrete states in the structure's order.
+    consumption: jax.Array
+    value: jax.Array
+    choice: jax.Array
+    probability: jax.Array
+    choice_consumption: jax.Array
+
+
+def point_evaluator(model: Model) -> Callable[..., Evaluated]:
+    """Return ``one(arrays, codes, wealth, params, period, age, limit) -> Evaluated``.
+
+    ``arrays`` hold one period with contexts flattened (context, choice, node); ``codes`` are
+    the discrete states in the structure's order.
     """
     structure = egm_structure(model)
     utility = Utility(model, structure)
@@ -129,12 +168,24 @@ def point_evaluator(model: Model) -> Callable[..., tuple[jnp.ndarray, jnp.ndarra
     def one(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
         env = params | {s: codes[i] for i, s in enumerate(structure.discrete)}
         env |= {"period": period, "age": age}
-        return consumption_and_value(
+        scale = params[TASTE_SHOCK_SCALE] if model.taste_shocks else jnp.zeros((), wealth.dtype)
+        state = at_state(
             arrays,
             structure.context_index(codes),
             wealth,
+            structure=structure,
+            utility=utility,
+            env=env,
             limit=limit,
-            utility=lambda c: utility.value(c, env),
+            scale=scale,
+        )
+        choice = first_argmax(state.probability, axis=0)
+        return Evaluated(
+            consumption=state.consumption[choice],
+            value=state.total,
+            choice=choice,
+            probability=state.probability,
+            choice_consumption=state.consumption,
         )
 
     return one

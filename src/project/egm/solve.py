@@ -1,4 +1,9 @@
-"""Solve a model with the endogenous grid method: checks, one program run, one report read."""
+"""Solve a model with the endogenous grid method (DC-EGM with discrete choices): checks, one run.
+
+The program is built for an envelope window (``envelope.py``); when its report says a run
+overlapped one farther away, the solve re-runs once with a window that covers every run, and
+remembers it for the model.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.egm.envelope import WINDOW
 from project.egm.program import REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
@@ -26,7 +32,10 @@ from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
 
-_PROGRAMS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
+_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[int, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_WINDOWS: weakref.WeakKeyDictionary[Model, int] = weakref.WeakKeyDictionary()
 _CHECKED: weakref.WeakKeyDictionary[Model, OrderedDict[str, None]] = weakref.WeakKeyDictionary()
 _FEASIBILITY: weakref.WeakKeyDictionary[Model, Callable[..., jax.Array]] = (
     weakref.WeakKeyDictionary()
@@ -53,25 +62,44 @@ def solve_egm(
         checked[key] = None
         while len(checked) > MAX_CACHED_PARAMS:
             checked.popitem(last=False)
-    if model not in _PROGRAMS:
-        _PROGRAMS[model] = build_program(model)
     started = time.perf_counter()
-    arrays, report = _PROGRAMS[model](jax.device_put(flat), savings)
+    device_params = jax.device_put(flat)
+    window = _WINDOWS.get(model, WINDOW)
+    arrays, report = _program(model, window=window)(device_params, savings)
+    table = np.asarray(report)
+    runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
+    if structure.discrete_actions and table[:, REPORT_COLUMNS.index("non_monotone")].any():
+        window = max(runs, 2 * window)
+        _WINDOWS[model] = window
+        logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
+        arrays, report = _program(model, window=window)(device_params, savings)
+        table = np.asarray(report)
     arrays = jax.tree.map(
         lambda x: x.reshape(model.n_periods, *structure.discrete_shape, *x.shape[2:]), arrays
     )
     solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
     if checks:
-        _check_report(solution, np.asarray(report))
+        _check_report(solution, table)
     if log_level in ("progress", "debug"):
         logger.info(
-            "Solved %r by EGM: %d periods on %d savings points in %.3f s.",
+            "Solved %r by %s: %d periods on %d savings points in %.3f s (at most %d runs of "
+            "increasing wealth in one endogenous grid).",
             model.name,
+            solution.method.upper(),
             model.n_periods,
             savings.shape[0],
             time.perf_counter() - started,
+            runs,
         )
     return solution
+
+
+def _program(model: Model, *, window: int) -> Callable[..., Any]:
+    """Return the model's program for envelope ``window`` (built once each)."""
+    programs = _PROGRAMS.setdefault(model, {})
+    if window not in programs:
+        programs[window] = build_program(model, window=window)
+    return programs[window]
 
 
 def _savings(model: Model) -> jax.Array:
@@ -94,7 +122,7 @@ def check_borrowing_limit(
     """
     structure = egm_structure(model)
     state, action = structure.state, structure.action
-    if not model.constraints:
+    if not structure.borrowing_constraints:
         msg = (
             f"Model {model.name!r}: EGM needs the borrowing limit as a constraint (e.g. "
             f"{action} <= {state}); the model has none. Add it, matching the start of "
@@ -104,28 +132,30 @@ def check_borrowing_limit(
     dtype = float_dtype()
     step = 1e3 * np.finfo(dtype).eps * max(1.0, abs(float(savings[0])))
     trials = np.concatenate([savings, [savings[0] - step]]).astype(dtype)
-    # (period, context, savings trial, consumption trial): one compiled check, one read.
+    # (period, context, choice, savings trial, consumption trial): one compiled check, one read.
     allowed = np.asarray(
         _feasibility(model)({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(trials))
     ).all(axis=-1)
-    forbidden = np.argwhere(~allowed[:, :, :-1])
+    forbidden = np.argwhere(~allowed[..., :-1])
     if forbidden.size:
-        period, row, j = (int(i) for i in forbidden[0])
+        period, row, choice, j = (int(i) for i in forbidden[0])
         msg = (
             f"Model {model.name!r}: the constraints forbid savings {float(savings[j])!r} of "
-            f"post_decision_grid in period {period}{_context(structure, structure.contexts[row])}"
-            f", which starts at {float(savings[0])!r}. Start the grid at the borrowing limit "
-            "the constraints state."
+            f"post_decision_grid in period {period}"
+            f"{_context(structure, structure.contexts[row], structure.choices[choice])}, which "
+            f"starts at {float(savings[0])!r}. Start the grid at the borrowing limit the "
+            "constraints state."
         )
         raise ModelSpecificationError(msg)
-    looser = np.argwhere(allowed[:, :, -1])
+    looser = np.argwhere(allowed[..., -1])
     if looser.size:
-        period, row = (int(i) for i in looser[0])
+        period, row, choice = (int(i) for i in looser[0])
         msg = (
             f"Model {model.name!r}: the constraints allow savings below {float(savings[0])!r}, "
             f"the start of post_decision_grid, in period {period}"
-            f"{_context(structure, structure.contexts[row])}. EGM would solve a tighter problem "
-            "than the grid solver: start the grid at the borrowing limit the constraints state."
+            f"{_context(structure, structure.contexts[row], structure.choices[choice])}. EGM "
+            "would solve a tighter problem than the grid solver: start the grid at the borrowing "
+            "limit the constraints state."
         )
         raise ModelSpecificationError(msg)
 
@@ -136,34 +166,40 @@ def _feasibility(model: Model) -> Callable[..., jax.Array]:
         return _FEASIBILITY[model]
     structure = egm_structure(model)
     state, action = structure.state, structure.action
-    feasible = compose(model, list(model.constraints))
+    feasible = compose(model, list(structure.borrowing_constraints))
     contexts = jnp.asarray(structure.contexts)
+    choices = jnp.asarray(structure.choices)
 
     def check(params: dict[str, jax.Array], savings: jax.Array) -> jax.Array:
         dtype = savings.dtype
         ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
         trial = jnp.asarray(TRIAL_CONSUMPTION, dtype=dtype)
 
-        def one(period: jax.Array, codes: jax.Array, s: jax.Array, c: jax.Array) -> jax.Array:
+        def one(period, codes, choice, s, c):  # noqa: ANN001, ANN202
             env = params | {name: codes[i] for i, name in enumerate(structure.discrete)}
+            env |= {a: choice[i] for i, a in enumerate(structure.discrete_actions)}
             env |= {"period": period, "age": ages[period], state: s + c, action: c}
             return jnp.all(jnp.stack([jnp.asarray(v) for v in feasible(env).values()]))
 
-        per_trial = jax.vmap(one, in_axes=(None, None, None, 0))
-        per_saving = jax.vmap(per_trial, in_axes=(None, None, 0, None))
-        per_context = jax.vmap(per_saving, in_axes=(None, 0, None, None))
-        per_period = jax.vmap(per_context, in_axes=(0, None, None, None))
-        return per_period(jnp.arange(model.n_periods, dtype=jnp.int32), contexts, savings, trial)
+        per_trial = jax.vmap(one, in_axes=(None, None, None, None, 0))
+        per_saving = jax.vmap(per_trial, in_axes=(None, None, None, 0, None))
+        per_choice = jax.vmap(per_saving, in_axes=(None, None, 0, None, None))
+        per_context = jax.vmap(per_choice, in_axes=(None, 0, None, None, None))
+        per_period = jax.vmap(per_context, in_axes=(0, None, None, None, None))
+        periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+        return per_period(periods, contexts, choices, savings, trial)
 
     _FEASIBILITY[model] = jax.jit(check)
     return _FEASIBILITY[model]
 
 
-def _context(structure: Any, codes: np.ndarray) -> str:
-    if not structure.discrete:
+def _context(structure: Any, codes: np.ndarray, choice: np.ndarray | None = None) -> str:
+    pairs = list(zip(structure.discrete, codes, strict=True))
+    if choice is not None:
+        pairs += list(zip(structure.discrete_actions, choice, strict=True))
+    if not pairs:
         return ""
-    named = ", ".join(f"{s}={int(c)}" for s, c in zip(structure.discrete, codes, strict=True))
-    return f" ({named})"
+    return " (" + ", ".join(f"{name}={int(code)}" for name, code in pairs) + ")"
 
 
 def _check_report(solution: EGMSolution, report: np.ndarray) -> None:
@@ -181,7 +217,15 @@ def _check_report(solution: EGMSolution, report: np.ndarray) -> None:
             "and strictly concave in consumption (and the inverse, if given)."
         )
         raise ModelSpecificationError(msg)
-    if failed["non_monotone"].size:
+    if failed["no_feasible_choice"].size:
+        period = int(failed["no_feasible_choice"][0])
+        msg = (
+            f"Model {model.name!r}, period {period}: in some discrete context the constraints "
+            "allow no discrete choice. Check the constraints that involve only discrete states "
+            "and actions."
+        )
+        raise ModelSpecificationError(msg)
+    if failed["non_monotone"].size and not solution.structure.discrete_actions:
         period = int(failed["non_monotone"][0])
         raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
     if failed["not_finite"].size or failed["inverse_residual"].size:

@@ -1,11 +1,13 @@
 """Which models the endogenous grid method admits, and the facts it needs about them.
 
-EGM needs: one continuous state ``w`` and one continuous action ``c`` (no other action); a
-``post_decision_grid`` of savings ``s = w - c``; a law of motion ``next_w = a·(w - c) + b``
-(proved from its jaxpr, ``solver/structure.py``); utility free of ``w`` (so the envelope
-condition V'(w) = u'(c) holds); and discrete states whose next value and probabilities do not
-depend on ``w`` or ``c``. Utility must be increasing and concave in ``c`` (checked as the solve
-runs: a non-monotone endogenous grid is reported).
+EGM needs: one continuous state ``w`` and one continuous action ``c``; a ``post_decision_grid``
+of savings ``s = w - c``; a law of motion ``next_w = a·(w - c) + b`` (proved from its jaxpr,
+``solver/structure.py``); utility free of ``w`` (so the envelope condition V'(w) = u'(c) holds);
+and discrete states whose next value and probabilities do not depend on ``w`` or ``c``. Utility
+must be increasing and concave in ``c``. Discrete actions make it DC-EGM (method ``"dcegm"``):
+EGM per discrete choice, whose laws of motion, utility and constraints may all depend on the
+choice. Constraints that involve ``w`` or ``c`` state the borrowing limit; the others say which
+discrete choices are feasible, and must not involve ``w`` or ``c``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ class EGMStructure:
     """The roles of a model's names under EGM.
 
     ``discrete`` are the discrete states in V's order; ``contexts`` their code combinations
-    (rows, C order); ``deterministic_discrete`` those with a law of motion.
+    (rows, C order); ``deterministic_discrete`` those with a law of motion. ``discrete_actions``
+    are the discrete actions and ``choices`` their code combinations (rows, C order; one empty
+    row without discrete actions). ``borrowing_constraints`` involve ``state`` or ``action``;
+    ``choice_constraints`` do not (they select the feasible discrete choices).
     """
 
     state: str
@@ -40,6 +45,20 @@ class EGMStructure:
     deterministic_discrete: tuple[str, ...]
     contexts: np.ndarray
     discrete_shape: tuple[int, ...]
+    discrete_actions: tuple[str, ...]
+    choices: np.ndarray
+    borrowing_constraints: tuple[str, ...]
+    choice_constraints: tuple[str, ...]
+
+    @property
+    def n_choices(self) -> int:
+        """Return the number of discrete choices (1 without discrete actions)."""
+        return int(self.choices.shape[0])
+
+    @property
+    def method(self) -> str:
+        """Return "dcegm" with discrete actions, else "egm"."""
+        return "dcegm" if self.discrete_actions else "egm"
 
     @property
     def n_contexts(self) -> int:
@@ -65,16 +84,19 @@ def egm_structure(model: Model) -> EGMStructure:
     """Return the model's EGM structure; raise ``ModelSpecificationError`` if EGM does not apply."""
     obstacle = egm_obstacle(model)
     if obstacle:
+        method = "dcegm" if model.discrete_actions else "egm"
         msg = (
-            f"Model {model.name!r} cannot be solved with method='egm': {obstacle}. Solve it "
-            "with method='grid'."
+            f"Model {model.name!r} cannot be solved with method={method!r}: {obstacle}. Solve "
+            "it with method='grid'."
         )
         raise ModelSpecificationError(msg)
     (state,) = [s for s, g in model.states.items() if not g.is_discrete]
-    (action,) = model.action_names
+    (action,) = [a for a, g in model.actions.items() if not g.is_discrete]
     discrete = tuple(s for s in model.state_names if s != state)
     shape = tuple(model.states[s].n_points for s in discrete)
     contexts = code_combinations(shape)
+    discrete_actions = model.discrete_actions
+    borrowing = tuple(c for c in model.constraints if model.ancestors(c) & {state, action})
     return EGMStructure(
         state=state,
         action=action,
@@ -83,6 +105,10 @@ def egm_structure(model: Model) -> EGMStructure:
         deterministic_discrete=tuple(s for s in discrete if s not in model.stochastic_transitions),
         contexts=contexts,
         discrete_shape=shape,
+        discrete_actions=discrete_actions,
+        choices=code_combinations([model.actions[a].n_points for a in discrete_actions]),
+        borrowing_constraints=borrowing,
+        choice_constraints=tuple(c for c in model.constraints if c not in borrowing),
     )
 
 
@@ -92,12 +118,13 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
     continuous = [s for s, g in model.states.items() if not g.is_discrete]
     if len(continuous) != 1:
         return f"it has {len(continuous)} continuous states (EGM needs exactly one)"
-    if len(model.actions) != 1 or next(iter(model.actions.values())).is_discrete:
+    continuous_actions = [a for a, g in model.actions.items() if not g.is_discrete]
+    if len(continuous_actions) != 1:
         return (
-            f"its actions are {list(model.actions)} (EGM needs exactly one continuous action; "
-            "discrete choices need DC-EGM)"
+            f"its continuous actions are {continuous_actions} (EGM needs exactly one, "
+            "consumption; discrete actions are allowed)"
         )
-    (state,), (action,) = continuous, model.action_names
+    (state,), (action,) = continuous, continuous_actions
     if state in model.permanent_states:
         return f"its continuous state {state!r} is marked distributed"
     if state in model.ancestors("utility"):

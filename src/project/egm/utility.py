@@ -21,7 +21,7 @@ from project.egm.structure import INVERSE_MARGINAL_UTILITY, EGMStructure
 from project.model.spec import Model
 from project.solver.sweep import compose
 
-MAX_STEPS = 30
+MAX_STEPS = 100
 MAX_LOG_STEP = 4.0
 LOG_UTILITY_BAND = 1e-6
 
@@ -116,7 +116,7 @@ class Utility:
             fallback = c * jnp.exp(jnp.where(level < v, 1.0, -1.0))
             usable = near_log | (base > 0)
             ratio = jnp.where(usable, candidate / c, fallback / c)
-            return c * jnp.clip(ratio, jnp.exp(-MAX_LOG_STEP), jnp.exp(MAX_LOG_STEP))
+            return c * jnp.clip(ratio, jnp.exp(-10 * MAX_LOG_STEP), jnp.exp(10 * MAX_LOG_STEP))
 
         def step(c: jnp.ndarray) -> jnp.ndarray:
             return jax.vmap(one)(value.ravel(), c.ravel()).reshape(value.shape)

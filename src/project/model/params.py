@@ -11,6 +11,7 @@ import numpy as np
 
 from project.errors import ParamsError
 from project.points import float_dtype
+from project.taste_shocks import check_taste_shock_scale
 
 if TYPE_CHECKING:
     from project.model.spec import Model
@@ -58,6 +59,8 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
             "an array of the expected shape (see model.params_template)."
         )
         raise ParamsError(msg)
+    if model.taste_shocks:
+        check_taste_shock_scale(model_name=model.name, params=converted)
     return converted
 
 

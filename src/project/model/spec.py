@@ -23,6 +23,7 @@ import dags.exceptions
 from project.errors import ModelSpecificationError
 from project.grids import ContinuousGrid, DiscreteGrid, Grid
 from project.shocks import Shock
+from project.taste_shocks import TASTE_SHOCK_SCALE
 
 RESERVED_ARGUMENTS = ("age", "period")
 DISCOUNT_FACTOR = "beta"
@@ -52,6 +53,10 @@ class Model:
             continuous state ``w`` and action ``c``) on which the endogenous grid method inverts
             the Euler equation. Its start is the borrowing limit. Without it the model is solved
             on its grids only.
+        taste_shocks: Add iid extreme-value (EV1) shocks to the value of each combination of the
+            discrete actions, with the parameter ``taste_shock_scale`` (>= 0; 0 is the hard
+            maximum). V is then the scaled log-sum over discrete choices, which are taken with
+            logit probabilities (``project.taste_shocks``).
     """
 
     def __init__(
@@ -68,6 +73,7 @@ class Model:
         param_shapes: Mapping[str, tuple[int, ...]] | None = None,
         shocks: Mapping[str, Shock] | None = None,
         post_decision_grid: ContinuousGrid | None = None,
+        taste_shocks: bool = False,
     ) -> None:
         self.name = name
         self.states = dict(states)
@@ -79,7 +85,9 @@ class Model:
         self.param_shapes = {k: tuple(v) for k, v in (param_shapes or {}).items()}
         self.shocks = dict(shocks or {})
         self.post_decision_grid = post_decision_grid
+        self.taste_shocks = taste_shocks
         _validate_names(self)
+        _validate_taste_shocks(self)
         _validate_shocks_and_savings_grid(self)
         _validate_graph(self)
         _validate_distributed(self)
@@ -107,6 +115,11 @@ class Model:
         return tuple(self.actions)
 
     @property
+    def discrete_actions(self) -> tuple[str, ...]:
+        """Return the discrete actions, in the model's order (the choices taste shocks act on)."""
+        return tuple(a for a, g in self.actions.items() if g.is_discrete)
+
+    @property
     def permanent_states(self) -> tuple[str, ...]:
         """Return the states marked ``distributed`` (validated never to transition)."""
         return tuple(s for s, g in self.states.items() if g.distributed)
@@ -132,6 +145,8 @@ class Model:
             names.update(a for a in _arguments(func) if not self._is_known(a))
         for shock in self.shocks.values():
             names.update(shock.parameters)
+        if self.taste_shocks:
+            names.add(TASTE_SHOCK_SCALE)
         return {n: self.param_shapes.get(n, ()) for n in sorted(names)}
 
     def ancestors(self, target: str) -> set[str]:
@@ -184,6 +199,7 @@ class Model:
             "post_decision_grid": (
                 None if self.post_decision_grid is None else self.post_decision_grid.describe()
             ),
+            "taste_shocks": self.taste_shocks,
         }
 
 
@@ -272,6 +288,34 @@ def _validate_names(model: Model) -> None:
                 f"{key[5:]!r}. States are {list(model.states)}."
             )
             raise ModelSpecificationError(msg)
+
+
+def _validate_taste_shocks(model: Model) -> None:
+    """Require discrete choices with at least two options where taste shocks are asked for."""
+    name = model.name
+    if not isinstance(model.taste_shocks, bool):
+        msg = f"Model {name!r}: taste_shocks must be True or False, got {model.taste_shocks!r}."
+        raise ModelSpecificationError(msg)
+    taken = set(model.states) | set(model.actions) | set(model.dag_functions)
+    if TASTE_SHOCK_SCALE in taken:
+        msg = (
+            f"Model {name!r}: {TASTE_SHOCK_SCALE!r} is the taste shocks' parameter; rename the "
+            "state, action or function of that name."
+        )
+        raise ModelSpecificationError(msg)
+    if not model.taste_shocks:
+        return
+    n_choices = 1
+    for action in model.discrete_actions:
+        n_choices *= model.actions[action].n_points
+    if n_choices < 2:
+        have = model.discrete_actions or "no discrete action"
+        msg = (
+            f"Model {name!r}: taste_shocks=True needs a discrete choice with at least two "
+            f"options, but the model has {have!r} ({n_choices} option). Add a discrete action "
+            "or drop taste_shocks."
+        )
+        raise ModelSpecificationError(msg)
 
 
 def _validate_graph(model: Model) -> None:

@@ -12,6 +12,7 @@ import jax.numpy as jnp
 
 from project.grids import DiscreteGrid, LinSpacedGrid
 from project.model import Model
+from project.models.iid_income import savings_grid
 
 DEFAULT_PARAMS = {"beta": 0.98, "delta": 1.0, "r": 0.0, "wage": 20.0}
 
@@ -63,9 +64,20 @@ def absorbing_retirement(retirement: jnp.ndarray, lagged_retirement: jnp.ndarray
 
 
 def build_model(
-    *, n_wealth: int = 100, n_consumption: int = 500, n_periods: int = 5, wealth_batch_size: int = 0
+    *,
+    n_wealth: int = 100,
+    n_consumption: int = 500,
+    n_periods: int = 5,
+    wealth_batch_size: int = 0,
+    n_savings: int | None = None,
+    taste_shocks: bool = False,
 ) -> Model:
-    """Return the IJRS model with wealth and consumption on linspace [1, 400]."""
+    """Return the IJRS model with wealth and consumption on linspace [1, 400].
+
+    ``n_savings`` adds a savings grid on [0, 400], dense near the borrowing limit, so that the
+    model solves by DC-EGM; ``taste_shocks`` adds EV1 shocks to the work/retire choice (param
+    ``taste_shock_scale``).
+    """
     return Model(
         name="ijrs",
         states={
@@ -91,4 +103,8 @@ def build_model(
             "absorbing_retirement": absorbing_retirement,
         },
         n_periods=n_periods,
+        post_decision_grid=(
+            None if n_savings is None else savings_grid(n_points=n_savings, stop=400)
+        ),
+        taste_shocks=taste_shocks,
     )

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 
 from project.grids import DiscreteGrid, LinSpacedGrid, categories
 from project.model import Model
+from project.models.iid_income import savings_grid
 from project.models.ijrs import (
     RetirementStatus,
     absorbing_retirement,
@@ -64,10 +65,15 @@ def build_model(
     wealth_batch_size: int = 0,
     distributed_types: bool = False,
     n_types: int = 2,
+    n_savings: int | None = None,
+    taste_shocks: bool = False,
 ) -> Model:
     """Return the life-cycle model; ages run from ``start_age`` for ``n_periods`` years.
 
     ``n_types`` other than 2 gives types ``type_0..`` (see ``default_params(n_types=...)``).
+    ``n_savings`` adds a savings grid on [0, 20] (dense near the borrowing limit), so that the
+    model solves by DC-EGM; ``taste_shocks`` adds EV1 shocks to the retirement choice (param
+    ``taste_shock_scale``).
     """
     type_class = (
         PreferenceType
@@ -114,6 +120,8 @@ def build_model(
         stochastic_transitions={"income": income_transition},
         ages=range(start_age, start_age + n_periods),
         param_shapes={"disutility_of_work": (n_types,)},
+        post_decision_grid=None if n_savings is None else savings_grid(n_points=n_savings, stop=20),
+        taste_shocks=taste_shocks,
     )
 
 

@@ -24,7 +24,7 @@ import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import state_mesh, value_spec
-from project.egm.program import EGMArrays
+from project.egm.choices import EGMArrays
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import CheckpointError
@@ -33,6 +33,7 @@ from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.solver.solution import Solution
 
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
+ENDOGENOUS = ("egm", "dcegm")
 
 
 def package_versions() -> dict[str, str]:
@@ -48,7 +49,7 @@ def save_solution(
     A grid solution stores V and the policy indices per period; an EGM solution its endogenous
     grids (``EGMArrays``) and savings grid. ``metadata.json`` records the method.
     """
-    if solution.method == "egm":
+    if solution.method in ENDOGENOUS:
         tree = {"egm": {**solution.arrays._asdict(), "savings": solution.savings}}
         dtype = str(solution.savings.dtype)
     else:
@@ -107,7 +108,7 @@ def load_solution(
         raise CheckpointError(msg)
     method = metadata.get("method", "grid")
     if (
-        method == "egm"
+        method in ENDOGENOUS
         and metadata["model"].get("post_decision_grid") != (model.describe()["post_decision_grid"])
     ):
         msg = (
@@ -115,7 +116,7 @@ def load_solution(
             f"{model.name!r} states. Rebuild it with `pytask` or load it with the matching model."
         )
         raise CheckpointError(msg)
-    if method == "egm":
+    if method in ENDOGENOUS:
         target = _egm_target(model=model, metadata=metadata)
     else:
         target = _abstract_target(model=model, metadata=metadata, devices=devices)
@@ -127,7 +128,7 @@ def load_solution(
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
         raise CheckpointError(msg) from error
     params = {k: np.asarray(v) for k, v in metadata["params"].items()}
-    if method == "egm":
+    if method in ENDOGENOUS:
         arrays = dict(tree["egm"])
         savings = arrays.pop("savings")
         return EGMSolution(model=model, params=params, arrays=EGMArrays(**arrays), savings=savings)
@@ -194,14 +195,15 @@ def _egm_target(*, model: Model, metadata: dict[str, Any]) -> dict[str, Any]:
     grid = model.post_decision_grid
     n_savings = grid.n_points if grid is not None else 0
     dtype = jnp.dtype(metadata["dtype"])
-    nodes = (model.n_periods, *structure.discrete_shape, n_savings + 1)
-    contexts = (model.n_periods, *structure.discrete_shape)
+    choices = (model.n_periods, *structure.discrete_shape, structure.n_choices)
+    nodes = (*choices, n_savings + 1)
     return {
         "egm": {
             "wealth": jax.ShapeDtypeStruct(nodes, dtype),
             "consumption": jax.ShapeDtypeStruct(nodes, dtype),
             "value_equivalent": jax.ShapeDtypeStruct(nodes, dtype),
-            "constrained_continuation": jax.ShapeDtypeStruct(contexts, dtype),
+            "constrained_continuation": jax.ShapeDtypeStruct(choices, dtype),
+            "feasible": jax.ShapeDtypeStruct(choices, jnp.bool_),
             "savings": jax.ShapeDtypeStruct((n_savings,), dtype),
         }
     }

@@ -84,7 +84,7 @@ def simulate(
     steps = steps_for(model, method=method)
     periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
     ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
-    if method == "egm":
+    if method in ("egm", "dcegm"):
         expected = {
             t: (solution.period_arrays(t), solution.savings[0])
             for t in range(start_period, model.n_periods)

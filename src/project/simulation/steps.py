@@ -1,10 +1,12 @@
 """One simulated period for a chunk of subjects: choose actions, then move to next period's states.
 
 A grid solution chooses by maximising Q at each subject's exact state over the action grid (the
-Q the solver maximises); an EGM solution reads consumption off its endogenous grid at the exact
-state. Both then advance alike: stochastic states are drawn from their transition probabilities,
-iid shocks by their node weights (streams after those of the stochastic states), and the laws of
-motion give the deterministic states.
+Q the solver maximises); with taste shocks it draws the discrete choice from its logit
+probabilities first (the stream after those of the stochastic states and iid shocks) and
+maximises over the continuous actions given it. An EGM solution reads consumption off its
+endogenous grid at the exact state. Both then advance alike: stochastic states are drawn from
+their transition probabilities, iid shocks by their node weights (streams after those of the
+stochastic states), and the laws of motion give the deterministic states.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from project.egm.structure import egm_structure
 from project.model.spec import Model, transition_target
 from project.shocks import shock_tables
 from project.simulation.keys import draw_category, subject_keys
-from project.solver.evaluate import build_state_choice
+from project.solver.evaluate import actions_given_choice, build_state_choice
 from project.solver.expectation import prepare_next_value
 from project.solver.sweep import compose
 
@@ -59,16 +61,31 @@ def build_advance(model: Model) -> Callable[..., dict[str, jnp.ndarray]]:
     return advance
 
 
+def taste_shock_stream(model: Model) -> int:
+    """Return the key stream of the taste-shocked discrete choice (after states and shocks)."""
+    return len(model.stochastic_transitions) + 1
+
+
 def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     """Return the jitted grid step: (actions, value, next states) for a chunk of subjects.
 
     Its arguments are ``(states, ids, expected, params, grid_points, period, age, seed)``.
+    With taste shocks the discrete choice is drawn from its logit probabilities with the
+    subject's key (``taste_shock_stream``) and the continuous actions maximise Q given it;
+    the value is V, the log-sum.
     """
     choose = build_state_choice(model, terminal=terminal)
     advance = build_advance(model)
+    choice_stream = taste_shock_stream(model)
 
     def one_subject(state_values, key, expected, params, grid_points, period, age):  # noqa: ANN001, ANN202
-        value, actions = choose(state_values, expected, params, grid_points, period, age)
+        chosen = choose(state_values, expected, params, grid_points, period, age)
+        value, actions = chosen.value, chosen.actions
+        if model.taste_shocks:
+            choice = draw_category(
+                key=key, probabilities=chosen.probabilities, stream=choice_stream
+            )
+            actions = actions_given_choice(model, q=chosen.q, choice=choice, points=grid_points)
         if terminal:
             return actions, value, state_values
         following = advance(state_values, actions, key, params, period, age, value.dtype)
@@ -84,14 +101,18 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
 
 
 def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
-    """Return the jitted EGM step, with the grid step's signature.
+    """Return the jitted EGM (and DC-EGM) step, with the grid step's signature.
 
     ``expected`` is the pair (period arrays with flattened contexts, borrowing limit);
-    ``grid_points`` is unused.
+    ``grid_points`` is unused. With taste shocks the discrete choice is drawn from its logit
+    probabilities (``taste_shock_stream``), else it is the best one; consumption is that
+    choice's, read off its endogenous grid at the exact state.
     """
     structure = egm_structure(model)
     evaluate = point_evaluator(model)
     advance = build_advance(model)
+    choice_stream = taste_shock_stream(model)
+    choices = jnp.asarray(structure.choices)
 
     def one_subject(state_values, key, expected, params, period, age):  # noqa: ANN001, ANN202
         arrays, limit = expected
@@ -101,8 +122,13 @@ def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
             else (jnp.zeros((0,), dtype=jnp.int32))
         )
         wealth = state_values[structure.state]
-        consumption, value = evaluate(arrays, codes, wealth, params, period, age, limit)
-        actions = {structure.action: consumption}
+        at = evaluate(arrays, codes, wealth, params, period, age, limit)
+        choice = at.choice
+        if model.taste_shocks:
+            choice = draw_category(key=key, probabilities=at.probability, stream=choice_stream)
+        actions = {structure.action: at.choice_consumption[choice]}
+        actions |= {a: choices[choice, i] for i, a in enumerate(structure.discrete_actions)}
+        value = at.value
         if terminal:
             return actions, value, state_values
         return (
@@ -125,7 +151,7 @@ def steps_for(model: Model, *, method: str) -> dict[str, Callable[..., Any]]:
     """Return the model's cached steps (``terminal``, ``regular``; ``expected`` for grid)."""
     cache = _STEPS.setdefault(model, {})
     if method not in cache:
-        if method == "egm":
+        if method in ("egm", "dcegm"):
             cache[method] = {
                 "terminal": build_egm_step(model, terminal=True),
                 "regular": build_egm_step(model, terminal=False),

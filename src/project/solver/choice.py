@@ -5,20 +5,23 @@ everything else). The search keeps one value per state, so Q is never stored who
 does not grow with the action grid. ``finish`` then applies the discrete constraints, expands
 folded state axes and picks the best of the other actions. Ties go to the first action in the
 model's flat action order, as ``jnp.argmax`` over the whole product would; a NaN in Q makes V
-NaN (so the checks see it).
+NaN (so the checks see it). With taste shocks V is instead the log-sum over the discrete
+choices of their best values (the policy is still the maximiser: the most likely choice).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
+from project.model.spec import Model
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose, sweep
+from project.taste_shocks import TASTE_SHOCK_SCALE, log_sum
 
 # Loop steps unrolled per iteration on CPU (amortises the loop's own overhead).
 UNROLL = 4
@@ -155,6 +158,11 @@ def finish(
     ``best`` and ``index`` have the swept states' axes (model order), then the other actions'
     axes. ``env`` holds params, period and age. The loop action's policy keeps -1 where
     ``running_best`` located no point (see ``program``, which counts and replaces it).
+
+    V is the maximum over the other actions; with taste shocks it is the log-sum over the
+    discrete choices of each choice's maximum over the continuous actions (``taste_shocks``),
+    exactly the maximum at scale 0. The policy is the maximiser in both cases: with taste shocks
+    that is the most likely discrete choice and the best continuous actions given it.
     """
     model = plan.model
     expand = tuple(model.state_names.index(s) for s in plan.folded_states)
@@ -166,31 +174,54 @@ def finish(
     other_shape = tuple(model.actions[a].n_points for a in plan.other_actions)
     full = (*plan.state_shape, *other_shape)
     best, index = jnp.broadcast_to(best, full), jnp.broadcast_to(index, full)
-    if plan.loop_action is None:
+    if not model.actions:
         return best, {}
     if not plan.other_actions:
         return best, {plan.loop_action: index}
+    value = None
+    if model.taste_shocks:
+        per_choice = choice_values(
+            best, model=model, actions=plan.other_actions, lead=len(plan.state_shape)
+        )
+        value = log_sum(per_choice, scale=env[TASTE_SHOCK_SCALE], axis=-1)
     flat_best = best.reshape(*plan.state_shape, -1)
     flat_index = index.reshape(*plan.state_shape, -1)
-    value = jnp.max(flat_best, axis=-1)
+    highest = jnp.max(flat_best, axis=-1)
     others = jnp.unravel_index(jnp.arange(flat_best.shape[-1]), other_shape)
     per_action = dict(zip(plan.other_actions, others, strict=True))
-    per_action[plan.loop_action] = flat_index
+    if plan.loop_action is not None:
+        per_action[plan.loop_action] = flat_index
     action_shape = tuple(g.n_points for g in model.actions.values())
     order = jnp.ravel_multi_index(
         tuple(jnp.broadcast_to(per_action[a], flat_index.shape) for a in model.action_names),
         action_shape,
         mode="clip",
     )
-    ties = jnp.where(flat_best == value[..., None], order, jnp.iinfo(jnp.int32).max)
+    ties = jnp.where(flat_best == highest[..., None], order, jnp.iinfo(jnp.int32).max)
     chosen = jnp.argmin(ties, axis=-1)[..., None]
     flat_choice = jnp.take_along_axis(order, chosen, axis=-1)[..., 0]
-    flat_choice = jnp.where(jnp.isnan(value), 0, flat_choice)
+    flat_choice = jnp.where(jnp.isnan(highest), 0, flat_choice)
     positions = dict(
         zip(model.action_names, jnp.unravel_index(flat_choice, action_shape), strict=True)
     )
-    positions[plan.loop_action] = jnp.take_along_axis(flat_index, chosen, axis=-1)[..., 0]
-    return value, {a: positions[a].astype(jnp.int32) for a in model.action_names}
+    if plan.loop_action is not None:
+        positions[plan.loop_action] = jnp.take_along_axis(flat_index, chosen, axis=-1)[..., 0]
+    policy = {a: positions[a].astype(jnp.int32) for a in model.action_names}
+    return (highest if value is None else value), policy
+
+
+def choice_values(
+    values: jnp.ndarray, *, model: Model, actions: Sequence[str], lead: int
+) -> jnp.ndarray:
+    """Return each discrete choice's value: the maximum over the continuous ``actions``.
+
+    ``values`` has ``lead`` leading axes, then one axis per entry of ``actions`` (model order).
+    The result has the leading axes and one axis of the discrete choices: the combinations of
+    the model's discrete actions flattened in C order (the last discrete action fastest).
+    """
+    continuous = tuple(lead + i for i, a in enumerate(actions) if not model.actions[a].is_discrete)
+    per_choice = jnp.max(values, axis=continuous) if continuous else values
+    return per_choice.reshape(*values.shape[:lead], -1)
 
 
 def _discrete_feasibility(

@@ -1,8 +1,9 @@
 """Plan a solve from the model alone: which action to loop over, what to fold, which structure.
 
 Every kernel evaluates Q for one block of the *loop action* at a time (the last continuous
-action, else the last action), vectorised over all states and the other actions, and keeps a
-running maximum and first argmax: Q is never stored whole. The plan also decides:
+action, else the last action; with taste shocks never a discrete one), vectorised over all
+states and the other actions, and keeps a running maximum and first argmax: Q is never stored
+whole. The plan also decides:
 
 - *discrete constraints*: constraints on discrete states, discrete actions, age and params only.
   They are applied once per period to the per-action maxima, not to every (state, action) pair;
@@ -130,9 +131,17 @@ def _transition_targets(model: Model) -> list[str]:
 
 
 def _loop_action(model: Model) -> str | None:
+    """Return the last continuous action, else the last action; never a taste-shocked choice.
+
+    With taste shocks each discrete choice's value enters V's log-sum, so a running maximum
+    must not fold a discrete action away: without a continuous action there is no loop action,
+    and Q is evaluated on the whole (discrete) action product at once.
+    """
     continuous = [a for a, g in model.actions.items() if not g.is_discrete]
     if continuous:
         return continuous[-1]
+    if model.taste_shocks:
+        return None
     return model.action_names[-1] if model.actions else None
 
 

@@ -11,8 +11,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.errors import ModelSpecificationError
+from project.grids import code_combinations
 from project.model.spec import Model
-from project.solver.evaluate import evaluate_grid_solution
+from project.solver.evaluate import evaluate_choice_probabilities, evaluate_grid_solution
 from project.solver.states import validate_states
 
 
@@ -21,8 +23,14 @@ class Solution:
     """V (``values[t]``) and the optimal policy (grid index per action) for every period.
 
     ``values`` has shape (periods, *states); ``policies`` maps each action to int32 indices of
-    the same shape. ``kernels`` names the kernel that solved each period. ``value`` and
-    ``policy`` evaluate the solution at any states (off the grid too).
+    the same shape. ``kernels`` names the kernel that solved each period. ``value``,
+    ``policy`` and ``choice_probabilities`` evaluate the solution at any states (off the grid
+    too).
+
+    With taste shocks (``Model(taste_shocks=True)``) V is the expected maximum: the scaled
+    log-sum over the discrete choices of each choice's best value, and the policy is the most
+    likely discrete choice with the best continuous actions given it. The discrete choices are
+    the combinations of the discrete actions, flattened in C order (``choice_codes``).
     """
 
     method = "grid"
@@ -76,14 +84,55 @@ class Solution:
         """Return V of ``period`` at ``states`` (arrays broadcast together; off-grid allowed).
 
         The value is the maximum over the action grid of Q at the exact state, with next
-        period's V interpolated: on grid points it equals ``values[period]`` to rounding.
+        period's V interpolated (with taste shocks, the log-sum over the discrete choices of
+        their maxima): on grid points it equals ``values[period]`` to rounding.
         """
         flat, shape = validate_states(model=self.model, states=states, period=period)
         value, _ = evaluate_grid_solution(self, period=period, states=flat)
         return value.reshape(shape)
 
     def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        """Return the optimal action values of ``period`` at ``states`` (the maximiser of Q)."""
+        """Return the optimal action values of ``period`` at ``states`` (the maximiser of Q).
+
+        With taste shocks: the most likely discrete choice and the best continuous actions
+        given it.
+        """
         flat, shape = validate_states(model=self.model, states=states, period=period)
         _, actions = evaluate_grid_solution(self, period=period, states=flat)
         return {a: v.reshape(shape) for a, v in actions.items()}
+
+    @cached_property
+    def choice_codes(self) -> dict[str, np.ndarray]:
+        """Return each discrete action's code in every discrete choice (choice order, C order).
+
+        Choice ``k`` of ``choice_probabilities`` takes code ``choice_codes[a][k]`` of discrete
+        action ``a``; the last discrete action in the model's order varies fastest.
+        """
+        _require_discrete_choice(self.model)
+        sizes = [self.model.actions[a].n_points for a in self.model.discrete_actions]
+        codes = code_combinations(sizes)
+        return {a: codes[:, i] for i, a in enumerate(self.model.discrete_actions)}
+
+    def choice_probabilities(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+        """Return the probabilities of the discrete choices of ``period`` at ``states``.
+
+        The shape is (*broadcast state shape, n_choices); choices are the combinations of the
+        discrete actions in ``choice_codes`` order. With taste shocks they are the logit
+        probabilities of each choice's best value at the exact state (one-hot at the first best
+        choice at scale 0); without, they are one-hot at the policy's choice. A model without
+        discrete actions raises ``ModelSpecificationError``.
+        """
+        _require_discrete_choice(self.model)
+        flat, shape = validate_states(model=self.model, states=states, period=period)
+        probabilities = evaluate_choice_probabilities(self, period=period, states=flat)
+        return probabilities.reshape(*shape, probabilities.shape[-1])
+
+
+def _require_discrete_choice(model: Model) -> None:
+    """Raise ``ModelSpecificationError`` unless ``model`` has a discrete action."""
+    if not model.discrete_actions:
+        msg = (
+            f"Model {model.name!r} has no discrete action, so there is no discrete choice to "
+            f"give probabilities of. Its actions are {list(model.action_names)}; use policy()."
+        )
+        raise ModelSpecificationError(msg)

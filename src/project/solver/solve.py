@@ -52,7 +52,7 @@ from project.solver.transitions import raise_for_invalid_transitions
 
 logger = logging.getLogger("project.solver")
 
-METHODS = ("egm", "grid")
+METHODS = ("egm", "dcegm", "grid")
 
 _DEVICE_PARAMS: weakref.WeakKeyDictionary[Model, tuple[str, Any, Any]] = weakref.WeakKeyDictionary()
 
@@ -79,13 +79,14 @@ def solve(
     structure kernels, which give the same V to rounding).
 
     ``method``: "egm" (the endogenous grid method: consumption and V on endogenous grids, exact
-    between grid points up to interpolation; see ``project.egm``), "grid" (V and the policy on
-    the state and action grids) or None, the default: "egm" where the model admits it (it states
-    a ``post_decision_grid`` and has the structure EGM needs), else "grid". The returned
-    solution's ``method`` says which ran.
+    between grid points up to interpolation; see ``project.egm``), "dcegm" (EGM per discrete
+    choice with an upper envelope, for models with discrete actions), "grid" (V and the policy
+    on the state and action grids) or None, the default: "egm" or "dcegm" where the model admits
+    it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
+    returned solution's ``method`` says which ran.
     """
     check_log_level(log_level)
-    if choose_method(model, method=method) == "egm":
+    if choose_method(model, method=method) in ("egm", "dcegm"):
         return solve_egm(model=model, params=params, log_level=log_level)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
@@ -153,12 +154,24 @@ class _Run(NamedTuple):
 
 def choose_method(model: Model, *, method: str | None) -> str:
     """Return the method a solve of ``model`` uses: the given one, else the most accurate one."""
+    endogenous = "dcegm" if model.discrete_actions else "egm"
     if method is None:
-        return "grid" if egm_obstacle(model) else "egm"
+        return "grid" if egm_obstacle(model) else endogenous
     if method not in METHODS:
         msg = f"method must be one of {METHODS} or None (the most accurate), got {method!r}."
         raise ModelSpecificationError(msg)
-    if method == "egm":
+    if method in ("egm", "dcegm") and method != endogenous:
+        has = (
+            f"discrete actions {list(model.discrete_actions)}"
+            if model.discrete_actions
+            else ("no discrete action")
+        )
+        msg = (
+            f"Model {model.name!r} has {has}: solve it with method={endogenous!r} (or 'grid'), "
+            f"not {method!r}."
+        )
+        raise ModelSpecificationError(msg)
+    if method == endogenous:
         egm_structure(model)
     return method
 

@@ -57,7 +57,10 @@ def build_general_kernel(plan: SolvePlan, *, block: int, mesh: Any = None) -> Ke
                 )
 
             if loop is None:
-                return q_of({}, table), jnp.zeros((), dtype=jnp.int32)
+                # No loop action (no action, or only taste-shocked discrete ones): Q on the
+                # whole action product; ``finish`` reduces it.
+                q = q_of({a: grid_points[a] for a in model.action_names}, table)
+                return q, jnp.zeros(q.shape, dtype=jnp.int32)
             position = model.action_names.index(loop)
 
             def q_of_indices(indices: jnp.ndarray) -> jnp.ndarray:

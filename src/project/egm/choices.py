@@ -1,0 +1,116 @@
+"""Reading a solved period at a state: each discrete choice's consumption and value, combined.
+
+Arrays hold, per discrete context and choice, the endogenous wealth nodes (node 0 is the
+borrowing limit), consumption there and V in consumption-equivalent form (see ``program.py``).
+At wealth ``w`` each feasible choice gives ``(c_d, v_d)``; V is their log-sum with the taste-shock
+scale (the maximum at scale 0) and choice ``d`` is taken with its logit probability. Without
+discrete actions there is one choice and V is its value. The solve (next period's expectation),
+evaluation and simulation all read a period through ``at_state``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from project.egm.structure import EGMStructure
+from project.egm.utility import Utility
+from project.taste_shocks import choice_probabilities, log_sum
+
+
+class EGMArrays(NamedTuple):
+    """Per period (leading axis), context and choice: the endogenous grid and what lives on it.
+
+    ``wealth``, ``consumption`` and ``value_equivalent`` end in the node axis;
+    ``constrained_continuation`` (beta·E[V'] at the limit) and ``feasible`` (the choice is
+    allowed) end in the choice axis.
+    """
+
+    wealth: jax.Array
+    consumption: jax.Array
+    value_equivalent: jax.Array
+    constrained_continuation: jax.Array
+    feasible: jax.Array
+
+
+class AtState(NamedTuple):
+    """Per choice (leading axis): consumption, value (-inf if infeasible), probability; and V."""
+
+    consumption: jnp.ndarray
+    value: jnp.ndarray
+    probability: jnp.ndarray
+    total: jnp.ndarray
+    marginal: jnp.ndarray | None
+
+
+def _between(
+    x: jnp.ndarray, nodes: jnp.ndarray, values: jnp.ndarray, upper: jnp.ndarray
+) -> jnp.ndarray:
+    """Return ``values`` interpolated linearly at ``x`` on the segment ending at ``upper``."""
+    x0, x1 = nodes[upper - 1], nodes[upper]
+    return values[upper - 1] + (x - x0) * ((values[upper] - values[upper - 1]) / (x1 - x0))
+
+
+def choice_env(structure: EGMStructure, env: dict[str, Any], choice: jnp.ndarray) -> dict[str, Any]:
+    """Return ``env`` with the discrete actions of flat choice ``choice``."""
+    codes = jnp.asarray(structure.choices)[choice]
+    return env | {a: codes[i] for i, a in enumerate(structure.discrete_actions)}
+
+
+def at_state(
+    arrays: EGMArrays,
+    context: jnp.ndarray | int,
+    wealth: jnp.ndarray,
+    *,
+    structure: EGMStructure,
+    utility: Utility,
+    env: dict[str, Any],
+    limit: jnp.ndarray,
+    scale: jnp.ndarray,
+    with_marginal: bool = False,
+) -> AtState:
+    """Return every choice's consumption and value at ``wealth`` in ``context``, and V.
+
+    ``arrays`` hold one period with contexts flattened (context, choice, node); ``env`` holds
+    params, the discrete states, period and age. ``with_marginal`` adds Σ_d P_d·u'_d(c_d).
+    """
+
+    def one(choice: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+        here = choice_env(structure, env, choice)
+        nodes = arrays.wealth[context, choice]
+        # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
+        # is the exact constrained value instead).
+        upper = jnp.clip(jnp.searchsorted(nodes, wealth, side="right"), 1, nodes.shape[-1] - 1)
+        consumption = _between(wealth, nodes, arrays.consumption[context, choice], upper)
+        equivalent = _between(
+            wealth, nodes, arrays.value_equivalent[context, choice], jnp.maximum(upper, 2)
+        )
+        constrained = wealth < nodes[1]
+        slack = jnp.where(constrained, wealth - limit, 1.0)
+        binding = utility.value(slack, here) + arrays.constrained_continuation[context, choice]
+        value = jnp.where(constrained, binding, utility.value(equivalent, here))
+        marginal = utility.marginal(consumption, here) if with_marginal else consumption
+        return consumption, value, marginal
+
+    choices = jnp.arange(structure.n_choices)
+    consumption, value, marginal = jax.vmap(one)(choices)
+    feasible = arrays.feasible[context].reshape((-1,) + (1,) * wealth.ndim)
+    value = jnp.where(feasible, value, -jnp.inf)
+    if structure.n_choices == 1:
+        probability = jnp.ones_like(value)
+        total = value[0]
+    else:
+        probability = choice_probabilities(value, scale=scale, axis=0)
+        total = log_sum(value, scale=scale, axis=0)
+    expected_marginal = None
+    if with_marginal:
+        expected_marginal = jnp.sum(jnp.where(probability > 0, probability * marginal, 0), axis=0)
+    return AtState(
+        consumption=consumption,
+        value=value,
+        probability=probability,
+        total=total,
+        marginal=expected_marginal,
+    )
