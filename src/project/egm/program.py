@@ -88,13 +88,16 @@ def build_program(
             named = {s: codes[i] for i, s in enumerate(structure.discrete)}
             return params | named | {"period": period, "age": ages[period]}
 
+        def choice_allowed(env: dict[str, Any]) -> jnp.ndarray:
+            out = feasibility(env)
+            allowed = jnp.asarray(True)
+            for constraint in structure.choice_constraints:
+                allowed = allowed & jnp.asarray(out[constraint])
+            return allowed
+
         def feasible_in(period: jnp.ndarray) -> jnp.ndarray:
             def one(codes: jnp.ndarray, choice: jnp.ndarray) -> jnp.ndarray:
-                out = feasibility(choice_env(structure, env_of(codes, period), choice))
-                allowed = jnp.asarray(True)
-                for constraint in structure.choice_constraints:
-                    allowed = allowed & jnp.asarray(out[constraint])
-                return allowed
+                return choice_allowed(choice_env(structure, env_of(codes, period), choice))
 
             return jax.vmap(lambda codes: jax.vmap(lambda d: one(codes, d))(choices))(contexts)
 
@@ -122,11 +125,13 @@ def build_program(
                 )
                 target = beta * marginal
                 infinite = jnp.isposinf(target)
+                allowed = choice_allowed(env)
                 solved, marginal_residual = utility.inverse_marginal(
                     jnp.where(infinite, 1.0, target),
                     env,
                     guess=jnp.maximum(guess, 1e-3),
                     tolerance=tolerance / 10,
+                    active=jnp.broadcast_to(allowed, target.shape),
                 )
                 consumption = jnp.where(infinite, 0.0, solved)
                 value_now = utility.value(consumption, env) + beta * value
@@ -138,6 +143,7 @@ def build_program(
                     env,
                     guess=jnp.maximum(consumption, 1e-3),
                     tolerance=tolerance / 10,
+                    active=jnp.broadcast_to(allowed, value_now.shape),
                 )
                 equivalent = jnp.where(unbounded, 0.0, solved_equivalent)
                 wealth = savings + consumption

@@ -57,12 +57,19 @@ class Utility:
         return _elementwise(jax.grad(self._scalar(env)), consumption)
 
     def inverse_marginal(
-        self, marginal: jnp.ndarray, env: Env, *, guess: jnp.ndarray, tolerance: float
+        self,
+        marginal: jnp.ndarray,
+        env: Env,
+        *,
+        guess: jnp.ndarray,
+        tolerance: float,
+        active: jnp.ndarray | None = None,
     ) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Return c with u'(c) = ``marginal`` and the relative residual u'(c)/marginal - 1.
 
         The given closed form where there is one, else Newton's method in logs from ``guess``,
-        repeated until every residual is below ``tolerance`` (at most ``MAX_STEPS`` times).
+        repeated until every ``active`` residual is below ``tolerance`` (at most ``MAX_STEPS``
+        times; default: all are active).
         """
         marginal_of = jax.grad(self._scalar(env))
 
@@ -86,14 +93,21 @@ class Utility:
             return jax.vmap(one)(marginal.ravel(), c.ravel()).reshape(marginal.shape)
 
         start = jnp.broadcast_to(guess, marginal.shape)
-        return _iterate(step, residual, start, tolerance=tolerance)
+        return _iterate(step, residual, start, tolerance=tolerance, active=active)
 
     def inverse(
-        self, value: jnp.ndarray, env: Env, *, guess: jnp.ndarray, tolerance: float
+        self,
+        value: jnp.ndarray,
+        env: Env,
+        *,
+        guess: jnp.ndarray,
+        tolerance: float,
+        active: jnp.ndarray | None = None,
     ) -> tuple[jnp.ndarray, jnp.ndarray]:
         """Return c with u(c) = ``value`` and the residual (u(c) - value) / (1 + |value|).
 
-        Iterates on a local CRRA fit from ``guess`` until every residual is below ``tolerance``.
+        Iterates on a local CRRA fit from ``guess`` until every ``active`` residual is below
+        ``tolerance``.
         """
         u = self._scalar(env)
         du = jax.grad(u)
@@ -122,7 +136,7 @@ class Utility:
             return jax.vmap(one)(value.ravel(), c.ravel()).reshape(value.shape)
 
         start = jnp.broadcast_to(guess, value.shape)
-        return _iterate(step, residual, start, tolerance=tolerance)
+        return _iterate(step, residual, start, tolerance=tolerance, active=active)
 
 
 def _iterate(
@@ -131,16 +145,19 @@ def _iterate(
     start: jnp.ndarray,
     *,
     tolerance: float,
+    active: jnp.ndarray | None = None,
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Apply ``step`` until every |residual| <= ``tolerance``; return estimate and residual.
+    """Apply ``step`` until every ``active`` |residual| <= ``tolerance``; return both.
 
-    At most ``MAX_STEPS`` steps; a NaN residual counts as done (the report flags it).
+    At most ``MAX_STEPS`` steps; a NaN residual counts as done (the report flags it). Inactive
+    points (those the caller discards) do not hold the loop.
     """
     first = step(start)
+    active = jnp.ones(start.shape, bool) if active is None else active
 
     def unfinished(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> jnp.ndarray:
         count, _, error = state
-        return (count < MAX_STEPS) & jnp.any(jnp.abs(error) > tolerance)
+        return (count < MAX_STEPS) & jnp.any(active & (jnp.abs(error) > tolerance))
 
     def again(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> tuple[Any, jnp.ndarray, jnp.ndarray]:
         count, estimate, _ = state
