@@ -23,14 +23,15 @@ from project.taste_shocks import choice_probabilities, log_sum
 class EGMArrays(NamedTuple):
     """Per period (leading axis), context and choice: the endogenous grid and what lives on it.
 
-    ``wealth``, ``consumption`` and ``value_equivalent`` end in the node axis;
-    ``constrained_continuation`` (beta·E[V'] at the limit) and ``feasible`` (the choice is
-    allowed) end in the choice axis.
+    ``wealth``, ``consumption``, ``value_equivalent`` (nu = u^{-1}(V)) and its slope in wealth
+    ``equivalent_slope`` (u'(c)/u'(nu)) end in the node axis; ``constrained_continuation``
+    (beta·E[V'] at the limit) and ``feasible`` (the choice is allowed) end in the choice axis.
     """
 
     wealth: jax.Array
     consumption: jax.Array
     value_equivalent: jax.Array
+    equivalent_slope: jax.Array
     constrained_continuation: jax.Array
     feasible: jax.Array
 
@@ -51,6 +52,30 @@ def _between(
     """Return ``values`` interpolated linearly at ``x`` on the segment ending at ``upper``."""
     x0, x1 = nodes[upper - 1], nodes[upper]
     return values[upper - 1] + (x - x0) * ((values[upper] - values[upper - 1]) / (x1 - x0))
+
+
+def _hermite(
+    x: jnp.ndarray, nodes: jnp.ndarray, values: jnp.ndarray, slopes: jnp.ndarray, upper: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the cubic Hermite interpolation of ``values`` with ``slopes`` at ``x``.
+
+    On the segment ending at ``upper``; beyond the ends it extends the end's tangent.
+    """
+    x0, x1 = nodes[upper - 1], nodes[upper]
+    y0, y1 = values[upper - 1], values[upper]
+    m0, m1 = slopes[upper - 1], slopes[upper]
+    h = x1 - x0
+    t = (x - x0) / h
+    t2, t3 = t * t, t * t * t
+    cubic = (
+        (2 * t3 - 3 * t2 + 1) * y0
+        + (t3 - 2 * t2 + t) * h * m0
+        + (3 * t2 - 2 * t3) * y1
+        + (t3 - t2) * h * m1
+    )
+    below = y0 + (x - x0) * m0
+    above = y1 + (x - x1) * m1
+    return jnp.where(t < 0, below, jnp.where(t > 1, above, cubic))
 
 
 def choice_env(structure: EGMStructure, env: dict[str, Any], choice: jnp.ndarray) -> dict[str, Any]:
@@ -84,8 +109,12 @@ def at_state(
         # is the exact constrained value instead).
         upper = jnp.clip(jnp.searchsorted(nodes, wealth, side="right"), 1, nodes.shape[-1] - 1)
         consumption = _between(wealth, nodes, arrays.consumption[context, choice], upper)
-        equivalent = _between(
-            wealth, nodes, arrays.value_equivalent[context, choice], jnp.maximum(upper, 2)
+        equivalent = _hermite(
+            wealth,
+            nodes,
+            arrays.value_equivalent[context, choice],
+            arrays.equivalent_slope[context, choice],
+            jnp.maximum(upper, 2),
         )
         constrained = wealth < nodes[1]
         slack = jnp.where(constrained, wealth - limit, 1.0)

@@ -30,7 +30,7 @@ a plain sorted search.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,33 +48,31 @@ class Envelope(NamedTuple):
 
 
 def clean_grids(
-    wealth: jnp.ndarray,
-    consumption: jnp.ndarray,
-    equivalent: jnp.ndarray,
+    grids: tuple[jnp.ndarray, ...],
     value: jnp.ndarray,
     constrained_value: jnp.ndarray,
     *,
     window: int,
-) -> tuple[jnp.ndarray, ...]:
-    """Return (wealth, consumption, equivalent, exact, runs) per grid after the upper envelope.
+) -> tuple[tuple[jnp.ndarray, ...], jnp.ndarray, jnp.ndarray]:
+    """Return the ``grids`` (wealth first) after the upper envelope, whether it was exact, runs.
 
-    Grids run one after another, and the envelope runs only where a grid folds back (with one
-    feasible choice next period nothing folds): ``lax.cond`` skips the rest.
+    Every array has a leading axis of grids. Grids run one after another, and the envelope runs
+    only where a grid folds back (with one feasible choice next period nothing folds):
+    ``lax.cond`` skips the rest.
     """
 
-    def fold(args: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, ...]:
-        x, c, nu, v, bound = args
-        envelope = upper_envelope(x, v, constrained_value=bound, window=window)
-        return (*compact(envelope.kept, x, c, nu), envelope.exact, envelope.n_runs)
+    def fold(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        arrays, v, bound = args
+        envelope = upper_envelope(arrays[0], v, constrained_value=bound, window=window)
+        return compact(envelope.kept, *arrays), envelope.exact, envelope.n_runs
 
-    def keep(args: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, ...]:
-        x, c, nu, _, _ = args
-        return x, c, nu, jnp.asarray(True), jnp.ones((), jnp.int32)
+    def keep(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return args[0], jnp.asarray(True), jnp.ones((), jnp.int32)
 
-    def one(args: tuple[jnp.ndarray, ...]) -> tuple[jnp.ndarray, ...]:
-        return jax.lax.cond(jnp.any(jnp.diff(args[0]) < 0), fold, keep, args)
+    def one(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        return jax.lax.cond(jnp.any(jnp.diff(args[0][0]) < 0), fold, keep, args)
 
-    return jax.lax.map(one, (wealth, consumption, equivalent, value, constrained_value))
+    return jax.lax.map(one, (grids, value, constrained_value))
 
 
 def upper_envelope(

@@ -76,6 +76,16 @@ def build_program(
         dtype = savings.dtype
         ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
         contexts = jnp.asarray(structure.contexts)
+        reduced = jnp.asarray(structure.reduced_contexts)
+        rows = jnp.asarray(structure.reduced_row)
+        members = jnp.asarray(
+            np.stack(
+                [
+                    np.flatnonzero(structure.reduced_row == r)
+                    for r in range(structure.reduced_contexts.shape[0])
+                ]
+            )
+        )
         choices = jnp.arange(structure.n_choices)
         shocks, shock_weights, _ = shock_tables(model.shocks, params)
         shock_weights = shock_weights.astype(dtype)
@@ -84,8 +94,10 @@ def build_program(
         tolerance = float(1e3 * jnp.finfo(dtype).eps)
         beta = params[DISCOUNT_FACTOR]
 
-        def env_of(codes: jnp.ndarray, period: jnp.ndarray) -> dict[str, Any]:
-            named = {s: codes[i] for i, s in enumerate(structure.discrete)}
+        def env_of(
+            codes: jnp.ndarray, period: jnp.ndarray, names: tuple[str, ...] = structure.discrete
+        ) -> dict[str, Any]:
+            named = {s: codes[i] for i, s in enumerate(names)}
             return params | named | {"period": period, "age": ages[period]}
 
         def choice_allowed(env: dict[str, Any]) -> jnp.ndarray:
@@ -102,8 +114,10 @@ def build_program(
             return jax.vmap(lambda codes: jax.vmap(lambda d: one(codes, d))(choices))(contexts)
 
         def period_step(carry: EGMArrays, period: jnp.ndarray) -> tuple[EGMArrays, Any]:
-            def one_pair(codes: jnp.ndarray, choice: jnp.ndarray) -> tuple[Any, ...]:
-                env = choice_env(structure, env_of(codes, period), choice)
+            def one_pair(
+                codes: jnp.ndarray, choice: jnp.ndarray, allowed: jnp.ndarray
+            ) -> tuple[Any, ...]:
+                env = choice_env(structure, env_of(codes, period, structure.kept), choice)
                 marginal, value, guess = _expectations(
                     transitions,
                     env,
@@ -125,7 +139,6 @@ def build_program(
                 )
                 target = beta * marginal
                 infinite = jnp.isposinf(target)
-                allowed = choice_allowed(env)
                 solved, marginal_residual = utility.inverse_marginal(
                     jnp.where(infinite, 1.0, target),
                     env,
@@ -166,27 +179,50 @@ def build_program(
                         inverse_error > tolerance,
                     ]
                 ).astype(jnp.int32)
-                grids = (wealth, consumption, equivalent, value_now, constrained)
-                return grids, beta * value[0], flags
+                # V's slope is u'(c) (envelope condition), so nu = u^{-1}(V) has slope
+                # u'(c) / u'(nu): the Hermite interpolation of nu between nodes uses it.
+                ratio = utility.marginal(consumption, env) / utility.marginal(equivalent, env)
+                # Where nu = 0 (nothing to consume) u'(nu) is infinite: use the secant to the
+                # next node, which is exact where nu is linear (CRRA without income).
+                step = jnp.diff(wealth, append=wealth[-1:] + 1)
+                secant = jnp.diff(equivalent, append=equivalent[-1:]) / jnp.where(
+                    step > 0, step, 1.0
+                )
+                slope = jnp.where((equivalent > 0) & jnp.isfinite(ratio), ratio, secant)
+                grids = (wealth, consumption, equivalent, slope)
+                return (grids, value_now, constrained), beta * value[0], flags
 
-            pairs = jax.vmap(lambda codes: jax.vmap(lambda d: one_pair(codes, d))(choices))
-            grids, continuation, flags = pairs(contexts)
-            shape = (structure.n_contexts, structure.n_choices)
+            # Folded states (read only by choice constraints) do not change a context's EGM
+            # step: run it once per reduced context, where any of its contexts allows the choice.
+            feasible = feasible_in(period)
+            allowed = jnp.any(feasible[members], axis=1)
+            pairs = jax.vmap(jax.vmap(one_pair, in_axes=(None, 0, 0)), in_axes=(0, None, 0))
+            (grids, value_now, constrained), continuation, flags = pairs(
+                reduced, choices, allowed
+            )
+            shape = (reduced.shape[0], structure.n_choices)
             runs = jnp.ones((*shape, 1), jnp.int32)
             if with_envelope:
-                flat = jax.tree.map(lambda x: x.reshape(-1, x.shape[-1]), grids)
-                *cleaned, exact, runs = clean_grids(*flat, window=window)
+
+                def flat(x: jnp.ndarray) -> jnp.ndarray:
+                    return x.reshape(-1, x.shape[-1])
+
+                cleaned, exact, runs = clean_grids(
+                    tuple(map(flat, grids)), flat(value_now), flat(constrained), window=window
+                )
                 grids = tuple(x.reshape(*shape, -1) for x in cleaned)
                 flags = flags.at[..., 1].set((~exact).reshape(shape).astype(jnp.int32))
                 runs = runs.reshape(*shape, 1)
+            wealth, consumption, equivalent, slope = (x[rows] for x in grids)
+            continuation, flags, runs = continuation[rows], flags[rows], runs[rows]
+            shape = (structure.n_contexts, structure.n_choices)
             zero = jnp.zeros((*shape, 1), dtype=dtype)
             start = jnp.broadcast_to(savings[:1], (*shape, 1))
-            wealth, consumption, equivalent = grids[:3]
-            feasible = feasible_in(period)
             arrays = EGMArrays(
                 wealth=jnp.concatenate([start, wealth], axis=-1),
                 consumption=jnp.concatenate([zero, consumption], axis=-1),
                 value_equivalent=jnp.concatenate([zero, equivalent], axis=-1),
+                equivalent_slope=jnp.concatenate([zero + 1, slope], axis=-1),
                 constrained_continuation=continuation,
                 feasible=feasible,
             )
@@ -232,6 +268,7 @@ def _terminal(savings: jnp.ndarray, *, structure: EGMStructure, feasible: jnp.nd
         wealth=tile(wealth),
         consumption=tile(consumption),
         value_equivalent=tile(consumption),
+        equivalent_slope=tile(jnp.ones_like(consumption)),
         constrained_continuation=jnp.zeros(shape, dtype=savings.dtype),
         feasible=feasible,
     )

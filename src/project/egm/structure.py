@@ -35,7 +35,10 @@ class EGMStructure:
     (rows, C order); ``deterministic_discrete`` those with a law of motion. ``discrete_actions``
     are the discrete actions and ``choices`` their code combinations (rows, C order; one empty
     row without discrete actions). ``borrowing_constraints`` involve ``state`` or ``action``;
-    ``choice_constraints`` do not (they select the feasible discrete choices).
+    ``choice_constraints`` do not (they select the feasible discrete choices). ``folded`` are
+    discrete states that only the choice constraints read (lagged retirement): the EGM step of
+    a context does not depend on them, so it runs once per ``reduced_contexts`` row and
+    ``reduced_row`` maps each context to its row.
     """
 
     state: str
@@ -49,6 +52,14 @@ class EGMStructure:
     choices: np.ndarray
     borrowing_constraints: tuple[str, ...]
     choice_constraints: tuple[str, ...]
+    folded: tuple[str, ...]
+    reduced_contexts: np.ndarray
+    reduced_row: np.ndarray
+
+    @property
+    def kept(self) -> tuple[str, ...]:
+        """Return the discrete states the EGM step depends on (not folded)."""
+        return tuple(s for s in self.discrete if s not in self.folded)
 
     @property
     def n_choices(self) -> int:
@@ -97,6 +108,22 @@ def egm_structure(model: Model) -> EGMStructure:
     contexts = code_combinations(shape)
     discrete_actions = model.discrete_actions
     borrowing = tuple(c for c in model.constraints if model.ancestors(c) & {state, action})
+    choice_constraints = tuple(c for c in model.constraints if c not in borrowing)
+    used: set[str] = set()
+    for target in (
+        "utility",
+        *borrowing,
+        *(f"next_{s}" for s in model.deterministic_states),
+        *(transition_target(s) for s in model.stochastic_transitions),
+        *([INVERSE_MARGINAL_UTILITY] if INVERSE_MARGINAL_UTILITY in model.functions else []),
+    ):
+        used |= model.ancestors(target)
+    folded = tuple(s for s in discrete if s not in used)
+    kept = [i for i, s in enumerate(discrete) if s not in folded]
+    reduced = code_combinations([shape[i] for i in kept])
+    reduced_row = np.zeros(contexts.shape[0], dtype=np.int32)
+    for i in kept:
+        reduced_row = reduced_row * shape[i] + contexts[:, i]
     return EGMStructure(
         state=state,
         action=action,
@@ -108,7 +135,10 @@ def egm_structure(model: Model) -> EGMStructure:
         discrete_actions=discrete_actions,
         choices=code_combinations([model.actions[a].n_points for a in discrete_actions]),
         borrowing_constraints=borrowing,
-        choice_constraints=tuple(c for c in model.constraints if c not in borrowing),
+        choice_constraints=choice_constraints,
+        folded=folded,
+        reduced_contexts=reduced,
+        reduced_row=reduced_row,
     )
 
 

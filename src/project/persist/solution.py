@@ -202,6 +202,7 @@ def _egm_target(*, model: Model, metadata: dict[str, Any]) -> dict[str, Any]:
             "wealth": jax.ShapeDtypeStruct(nodes, dtype),
             "consumption": jax.ShapeDtypeStruct(nodes, dtype),
             "value_equivalent": jax.ShapeDtypeStruct(nodes, dtype),
+            "equivalent_slope": jax.ShapeDtypeStruct(nodes, dtype),
             "constrained_continuation": jax.ShapeDtypeStruct(choices, dtype),
             "feasible": jax.ShapeDtypeStruct(choices, jnp.bool_),
             "savings": jax.ShapeDtypeStruct((n_savings,), dtype),
