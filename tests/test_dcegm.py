@@ -309,3 +309,38 @@ def test_dcegm_and_the_grid_solver_agree_with_taste_shocks(x64):
             grid.choice_probabilities(period=period, states=states),
             atol=0.01,
         )
+
+
+def test_folding_states_only_constraints_read_changes_nothing(x64):
+    """Lagged retirement enters only a choice constraint: the step runs once for both values.
+
+    A utility that also reads it (times zero) stops the folding; V must be the same.
+    """
+    from project.egm.structure import egm_structure
+    from project.model import Model
+
+    folded = ijrs.build_model(n_periods=T, n_savings=100, taste_shocks=True)
+    assert egm_structure(folded).folded == ("lagged_retirement",)
+
+    def utility(consumption, working, delta, lagged_retirement):
+        return ijrs.utility(consumption, working, delta) + 0.0 * lagged_retirement
+
+    unfolded = Model(
+        name="ijrs_unfolded",
+        states=folded.states,
+        actions=folded.actions,
+        functions=folded.functions | {"utility": utility},
+        constraints=folded.constraints,
+        n_periods=T,
+        post_decision_grid=folded.post_decision_grid,
+        taste_shocks=True,
+    )
+    assert egm_structure(unfolded).folded == ()
+    params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": 0.05}
+    one, other = solve(model=folded, params=params), solve(model=unfolded, params=params)
+    for period in range(T):
+        for lag in (0, 1):
+            states = {"lagged_retirement": np.full(WEALTH.shape, lag), "wealth": WEALTH}
+            np.testing.assert_array_equal(
+                one.value(period=period, states=states), other.value(period=period, states=states)
+            )
