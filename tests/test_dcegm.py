@@ -344,3 +344,69 @@ def test_folding_states_only_constraints_read_changes_nothing(x64):
             np.testing.assert_array_equal(
                 one.value(period=period, states=states), other.value(period=period, states=states)
             )
+
+
+def test_dcegm_and_the_grid_solver_agree_on_the_default_model(x64):
+    """The pipeline's life-cycle model (ages 66-71, 3 income nodes), taste-shock scale 0.05.
+
+    The grid (200 wealth points on [0.2, 20], 1,000 consumption points on [0.05, 20]) errs in
+    consumption by up to a wealth step h plus a consumption step dc (next period's V is
+    interpolated between wealth points), and in V by the value of that much consumption. A
+    logit probability moves by at most |dV| / (4·scale) per unit of value: we allow 0.05.
+    """
+    from project.grids import code_combinations
+    from project.models import lifecycle
+
+    shape = {"n_periods": 6, "start_age": 66, "n_income": 3}
+    params = lifecycle.DEFAULT_PARAMS | {"taste_shock_scale": 0.05}
+    fine = solve(
+        model=lifecycle.build_model(**shape, n_savings=400, taste_shocks=True), params=params
+    )
+    grid_model = lifecycle.build_model(**shape, n_wealth=200, n_consumption=1000, taste_shocks=True)
+    grid = solve(model=grid_model, params=params, method="grid")
+    assert fine.method == "dcegm"
+    h, dc = 19.8 / 199, 19.95 / 999
+    wealth = np.linspace(2.0, 15.0, 40)
+    for period in range(5):
+        for row in code_combinations([2, 2, 3]):
+            states = dict(zip(("pref_type", "lagged_retirement", "income"), row, strict=True))
+            states = {k: np.full(wealth.shape, v) for k, v in states.items()} | {"wealth": wealth}
+            ours, theirs = (
+                fine.policy(period=period, states=states),
+                grid.policy(period=period, states=states),
+            )
+            np.testing.assert_array_equal(ours["retirement"], theirs["retirement"])
+            assert np.abs(ours["consumption"] - theirs["consumption"]).max() <= h + dc
+            gap = np.abs(
+                fine.value(period=period, states=states) - grid.value(period=period, states=states)
+            )
+            assert (gap <= (h + dc) / 2 / ours["consumption"] ** 2).all()
+            np.testing.assert_allclose(
+                fine.choice_probabilities(period=period, states=states),
+                grid.choice_probabilities(period=period, states=states),
+                atol=0.05,
+            )
+
+
+def test_a_dc_model_dcegm_cannot_take_names_the_part_and_suggests_the_grid():
+    base = ijrs.build_model(n_periods=3, n_savings=20)
+
+    def utility(consumption, working, delta, wealth):
+        return ijrs.utility(consumption, working, delta) + 0.01 * wealth
+
+    from project.model import Model
+
+    model = Model(
+        name="wealth_in_utility",
+        states=base.states,
+        actions=base.actions,
+        functions=base.functions | {"utility": utility},
+        constraints=base.constraints,
+        n_periods=3,
+        post_decision_grid=base.post_decision_grid,
+    )
+    with pytest.raises(
+        ModelSpecificationError, match=r"method='dcegm'.*utility depends on 'wealth'.*'grid'"
+    ):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="dcegm")
+    assert solve(model=model, params=ijrs.DEFAULT_PARAMS).method == "grid"
