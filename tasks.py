@@ -3,7 +3,9 @@
 Per variant (see ``VARIANTS`` in src/project/config.py):
 
 - ``define_model`` writes the full model specification to ``bld/<variant>/model.json``;
-- ``solve`` writes V and the policy to ``bld/<variant>/solution/`` (declared through its marker);
+- ``solve`` solves it (by DC-EGM where its sizes give a savings grid, else by grid search) and
+  writes the solution to ``bld/<variant>/solution/`` (declared through its marker); its
+  ``metadata.json``, the simulation bundle's and the parameter table record the method;
 - ``simulate`` writes the simulation bundle to ``bld/<variant>/simulation/``; the default
   variant's table is also copied to ``bld/simulated_data.arrow``;
 - ``calibrate`` reweights the simulated subjects to ``data/targets.csv``
@@ -52,18 +54,31 @@ from project.persist import MARKER_NAME
 
 MODEL_SOURCES = [
     *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
-    SRC / "grids.py",
-    SRC / "errors.py",
+    *(SRC / name for name in ("grids.py", "errors.py", "shocks.py", "taste_shocks.py")),
 ]
 ENGINE_SOURCES = [
-    *sorted(p for folder in ("model", "solver", "models") for p in (SRC / folder).rglob("*.py")),
-    *(SRC / name for name in ("grids.py", "points.py", "devices.py", "errors.py")),
+    *sorted(
+        p for folder in ("model", "solver", "egm", "models") for p in (SRC / folder).rglob("*.py")
+    ),
+    *(
+        SRC / name
+        for name in (
+            "grids.py",
+            "points.py",
+            "devices.py",
+            "errors.py",
+            "shocks.py",
+            "taste_shocks.py",
+            "_xla.py",
+        )
+    ),
 ]
+"""Every module the solve imports (the model, both solvers, the shared helpers)."""
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
 FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
 CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
-TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "profiles.py")]
+TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")]
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 logging.basicConfig(level=logging.INFO, format="%(message)s")
@@ -238,6 +253,7 @@ for variant in VARIANTS.values():
 
 BUNDLE_MARKERS = {v: BLD / v / "simulation" / MARKER_NAME for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
+SOLUTION_MARKERS = {v: BLD / v / "solution" / MARKER_NAME for v in VARIANTS}
 
 
 def task_plot_variant_comparison(
@@ -275,19 +291,23 @@ def task_summary_statistics_table(
 
 def task_parameter_table(
     specification_files: dict[str, Path] = SPECIFICATIONS,
+    solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     analysis_sources: list[Path] = TABLE_SOURCES,
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
-    """Tabulate the model parameters and grid sizes of every variant."""
+    """Tabulate the model parameters, grid sizes and solution method of every variant."""
     from project.analysis import parameter_table, write_table
+    from project.pipeline import solution_method
 
     specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
+    methods = {v: solution_method(directory=m.parent) for v, m in solution_markers.items()}
     write_table(
-        table=parameter_table(specifications=specifications),
+        table=parameter_table(specifications=specifications, methods=methods),
         label="tab:parameters",
         latex_path=produces["tex"],
         markdown_path=produces["md"],
-        caption="Model parameters and grid sizes by variant",
+        caption="Model parameters, grid sizes and solution method by variant",
+        font_size="footnotesize",
     )
 
 

@@ -19,7 +19,7 @@ from project.analysis import (
     write_table,
 )
 from project.analysis.style import save_figure
-from project.models.lifecycle import DEFAULT_PARAMS, build_model
+from project.models.lifecycle import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALE, build_model
 
 PREF_TYPES = ["work_loving", "leisure_loving"]
 RETIREMENT = ["working", "retired"]
@@ -29,6 +29,18 @@ RETIREMENT = ["working", "retired"]
 def tiny_solution():
     model = build_model(n_wealth=10, n_consumption=10, n_periods=4, start_age=66)
     return solve(model=model, params=DEFAULT_PARAMS, log_level="off")
+
+
+@pytest.fixture(scope="module")
+def tiny_dcegm_solution():
+    """The pipeline's kind of solution: DC-EGM with taste shocks (no policy indices)."""
+    model = build_model(
+        n_wealth=10, n_consumption=10, n_periods=4, start_age=66, n_savings=30, taste_shocks=True
+    )
+    params = DEFAULT_PARAMS | {"taste_shock_scale": DEFAULT_TASTE_SHOCK_SCALE}
+    solution = solve(model=model, params=params, log_level="off")
+    assert solution.method == "dcegm"
+    return solution
 
 
 def synthetic_panel(*, n_subjects: int = 6, ages: range = range(50, 62), shift: float = 0.0):
@@ -102,6 +114,13 @@ def assert_deterministic_figures(rendered: dict[str, tuple[bytes, bytes]]) -> No
 
 def test_policy_functions_figure_is_written_and_deterministic(tmp_path, tiny_solution):
     rendered = render_twice(tmp_path, plot_policy_functions, solution=tiny_solution)
+    assert_deterministic_figures(rendered)
+
+
+def test_policy_functions_of_a_dcegm_solution_are_written_and_deterministic(
+    tmp_path, tiny_dcegm_solution
+):
+    rendered = render_twice(tmp_path, plot_policy_functions, solution=tiny_dcegm_solution)
     assert_deterministic_figures(rendered)
 
 
@@ -216,6 +235,19 @@ def test_parameter_table_formats_values_and_missing_entries():
     assert table.loc["n_wealth", "baseline"] == "100"
     assert table.loc["n_wealth", "low_pension"] == ""
     assert list(table.index)[-1] == "n_wealth"
+
+
+def test_parameter_table_prints_the_solution_method_last():
+    specifications = {
+        "baseline": {"params": dict(DEFAULT_PARAMS), "sizes": {"n_savings": 200}},
+        "grid": {"params": dict(DEFAULT_PARAMS)},
+    }
+    methods = {"baseline": "dcegm", "grid": "grid"}
+    table = parameter_table(specifications=specifications, methods=methods)
+    assert table.iloc[-1].tolist() == ["method", "solution method", "DC-EGM", "grid search"]
+    assert "method" not in parameter_table(specifications=specifications)["Parameter"].tolist()
+    with pytest.raises(KeyError, match="other"):
+        parameter_table(specifications=specifications, methods={"other": "dcegm"})
 
 
 def test_write_table_latex_and_markdown_are_right_and_deterministic(tmp_path):

@@ -21,31 +21,60 @@ import jax
 import pandas as pd
 
 from project.config import SimulationSettings, Variant
+from project.errors import ParamsError
 from project.model.spec import Model
-from project.models import DEFAULT_PARAMS, MODEL_BUILDERS
+from project.models import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS
 from project.persist.solution import MARKER_NAME, load_solution, package_versions, save_solution
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
 from project.solver import Solution, solve
+from project.taste_shocks import TASTE_SHOCK_SCALE
 
 logger = logging.getLogger("project.pipeline")
 
 
 def variant_specification(variant: Variant) -> dict[str, Any]:
     """Return the complete, JSON-serialisable specification of a variant's model and params."""
-    unknown = sorted(set(variant.params) - set(DEFAULT_PARAMS[variant.model]))
-    if unknown:
-        msg = f"Variant {variant.name!r} overrides unknown params {unknown}."
-        raise KeyError(msg)
     model = build_variant_model(model=variant.model, sizes=variant.sizes)
     return {
         "name": variant.name,
         "model": variant.model,
         "sizes": dict(sorted(variant.sizes.items())),
-        "params": dict(sorted((DEFAULT_PARAMS[variant.model] | variant.params).items())),
+        "params": variant_params(variant=variant, model=model),
         "log_level": variant.log_level,
         "x64": variant.x64,
         "description": model.describe(),
     }
+
+
+def variant_params(*, variant: Variant, model: Model) -> dict[str, Any]:
+    """Return the params of a variant's built ``model``: defaults, then the overrides, sorted.
+
+    A model with taste shocks gets its shipped default ``taste_shock_scale`` (see
+    ``project.models.DEFAULT_TASTE_SHOCK_SCALES``) unless the variant sets it.
+    """
+    defaults = dict(DEFAULT_PARAMS[variant.model])
+    if TASTE_SHOCK_SCALE in model.params_template:
+        scale = DEFAULT_TASTE_SHOCK_SCALES.get(variant.model, variant.params.get(TASTE_SHOCK_SCALE))
+        if scale is None:
+            msg = (
+                f"Variant {variant.name!r}: model {variant.model!r} has taste shocks but no "
+                f"default {TASTE_SHOCK_SCALE!r}; set it in the variant's params."
+            )
+            raise ParamsError(msg)
+        defaults[TASTE_SHOCK_SCALE] = scale
+    unknown = sorted(set(variant.params) - set(defaults))
+    if unknown:
+        hint = (
+            f" {TASTE_SHOCK_SCALE!r} needs taste shocks: add taste_shocks=True to its sizes."
+            if TASTE_SHOCK_SCALE in unknown
+            else ""
+        )
+        msg = (
+            f"Variant {variant.name!r} overrides unknown params {unknown}; model "
+            f"{variant.model!r} has {sorted(defaults)}.{hint}"
+        )
+        raise ParamsError(msg)
+    return dict(sorted((defaults | variant.params).items()))
 
 
 def simulation_specification(variant: Variant) -> dict[str, Any]:
@@ -63,7 +92,7 @@ def write_json_if_changed(*, content: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def build_variant_model(*, model: str, sizes: dict[str, int]) -> Model:
+def build_variant_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
     """Return the shipped model ``model`` built with ``sizes``."""
     return MODEL_BUILDERS[model](**sizes)
 
@@ -129,6 +158,11 @@ def load_variant_solution(*, specification: dict[str, Any], directory: Path) -> 
     jax.config.update("jax_enable_x64", specification["x64"])
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
     return load_solution(directory=directory, model=model)
+
+
+def solution_method(*, directory: Path) -> str:
+    """Return the method that produced the solution saved in ``directory`` ("dcegm", "grid")."""
+    return json.loads((Path(directory) / "metadata.json").read_text()).get("method", "grid")
 
 
 def load_panel(*, bundle_marker: Path) -> pd.DataFrame:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from project.config import VARIANTS
+
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
 RUNNER = textwrap.dedent("""
@@ -36,6 +38,8 @@ VARIANT_TASKS = (
     "plot_lifecycle_profiles",
 )
 PAPER_PDF = Path("bld/paper/paper.pdf")
+ALL_VARIANTS = tuple(VARIANTS)
+"""baseline, low_pension and baseline_grid (the baseline by grid search)."""
 
 
 def copy_project(target: Path) -> Path:
@@ -111,6 +115,57 @@ def product_digests(root: Path) -> dict[str, str]:
     return digests
 
 
+SOLVE_IMPORTS = textwrap.dedent("""
+    import json, sys, tempfile
+    from pathlib import Path
+    from project.models import MODEL_BUILDERS
+    from project.persist.solution import save_solution
+    from project.solver import solve
+    specification = json.loads(sys.argv[1])
+    model = MODEL_BUILDERS[specification["model"]](**specification["sizes"])
+    solution = solve(model=model, params=specification["params"])
+    with tempfile.TemporaryDirectory() as directory:
+        save_solution(solution=solution, directory=Path(directory) / "solution")
+    loaded = [m.__file__ for n, m in sys.modules.items() if n.split(".")[0] == "project"]
+    sys.path.insert(0, ".")
+    import tasks
+    tracked = [str(p) for p in [*tasks.ENGINE_SOURCES, *tasks.PERSIST_SOURCES]]
+    print("FILES=" + json.dumps({"loaded": [f for f in loaded if f], "tracked": tracked}))
+""")
+IMPORT_PLUMBING = {"__init__.py", "_lazy.py"}
+"""Files under ``src/project`` that every import runs and that cannot change a solution."""
+
+
+def test_the_solve_task_tracks_every_module_the_solve_imports():
+    """Solve and save the default variant as the solve task does; list the modules it loaded.
+
+    ``project.pipeline`` imports more (the simulation, the config): the modules are listed for
+    the solve and the save alone, so that every one of them belongs in the task's sources.
+    """
+    from project.config import DEFAULT_VARIANT, VARIANTS
+    from project.pipeline import variant_specification
+
+    specification = variant_specification(VARIANTS[DEFAULT_VARIANT])
+    result = subprocess.run(
+        [sys.executable, "-c", SOLVE_IMPORTS, json.dumps(specification)],
+        cwd=ROOT,
+        env=os.environ | {"PROJECT_PROFILE": "smoke", "PYTHONPATH": str(ROOT / "src")},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("FILES=")]
+    assert result.returncode == 0 and lines, result.stdout[-3000:] + result.stderr[-3000:]
+    files = json.loads(lines[-1].removeprefix("FILES="))
+    src = ROOT / "src" / "project"
+    loaded, tracked = (
+        {Path(f).resolve().relative_to(src) for f in files[key]} for key in ("loaded", "tracked")
+    )
+    untracked = {p for p in loaded - tracked if str(p) not in IMPORT_PLUMBING}
+    assert not untracked, f"add {sorted(map(str, untracked))} to ENGINE_SOURCES in tasks.py"
+
+
 @pytest.fixture(scope="module")
 def serial_build(tmp_path_factory):
     root = copy_project(tmp_path_factory.mktemp("serial") / "project")
@@ -121,9 +176,15 @@ def serial_build(tmp_path_factory):
 def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     root, first, _ = serial_build
     assert all(outcome in {"SUCCESS", "SKIP"} for outcome in first.values()), first
-    for variant in ("baseline", "low_pension"):
+    for variant in ALL_VARIANTS:
         assert variant_chain(variant) <= executed(first)
         assert (root / "bld" / variant / "solution" / "COMPLETE.json").exists()
+        method = "grid" if variant == "baseline_grid" else "dcegm"
+        for product in ("solution", "simulation"):
+            metadata = json.loads((root / "bld" / variant / product / "metadata.json").read_text())
+            assert metadata["method"] == method, (variant, product)
+    method_row = (root / "bld/tables/parameters.md").read_text().splitlines()[-1]
+    assert method_row == "| method | solution method | DC-EGM | DC-EGM | grid search |"
     table = pd.read_feather(root / "bld" / "simulated_data.arrow")
     assert {"subject_id", "period", "age", "wealth", "consumption"} <= set(table.columns)
     assert table["retirement"].dtype == "category"
@@ -145,7 +206,7 @@ def test_incremental_contract(serial_build):
     edit(root / "src/project/analysis/figures.py", '"""', '"""Edited. ')
     figures = {
         t
-        for v in ("baseline", "low_pension")
+        for v in ALL_VARIANTS
         for t in (f"task_plot_policy_functions[{v}]", f"task_plot_lifecycle_profiles[{v}]")
     }
     ran = executed(build(root))
@@ -158,7 +219,7 @@ def test_incremental_contract(serial_build):
     # A simulation setting (the seed): simulate and downstream rerun, the solves do not.
     edit(root / "src/project/config.py", "seed: int = 20_261_122", "seed: int = 7")
     ran = executed(build(root))
-    assert {"task_simulate[baseline]", "task_simulate[low_pension]"} <= ran
+    assert {f"task_simulate[{v}]" for v in ALL_VARIANTS} <= ran
     assert not {t for t in ran if t.startswith(("task_solve", "task_define_model"))}
 
     # One variant's parameter: only that variant's chain (and shared products) rerun; in
@@ -170,7 +231,7 @@ def test_incremental_contract(serial_build):
         "task_solve[low_pension]",
         "task_simulate[low_pension]",
     } <= ran
-    assert not {t for t in ran if t.endswith("[baseline]")}
+    assert not {t for t in ran if t.endswith(("[baseline]", "[baseline_grid]"))}
     specification = json.loads((root / "bld/low_pension/model.json").read_text())
     assert specification["params"]["pension"] == 0.25
     baseline = json.loads((root / "bld/baseline/model.json").read_text())
@@ -179,7 +240,7 @@ def test_incremental_contract(serial_build):
     # Solver source: the solves rerun; identical outputs stop everything downstream.
     edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
     ran = executed(build(root))
-    assert ran == {"task_solve[baseline]", "task_solve[low_pension]"}
+    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS}
 
     # Editing the pipeline declaration reruns its tasks, but the fingerprinted solves return
     # at once without solving (their log says so) and their products stay untouched.
@@ -189,23 +250,21 @@ def test_incremental_contract(serial_build):
     specification_file = root / "bld/baseline/model.json"
     specification_before = specification_file.stat().st_mtime_ns
     ran = executed(build(root, expression="solve"))
-    solves = {"task_solve[baseline]", "task_solve[low_pension]"}
-    definitions = {"task_define_model[baseline]", "task_define_model[low_pension]"}
+    solves = {f"task_solve[{v}]" for v in ALL_VARIANTS}
+    definitions = {f"task_define_model[{v}]" for v in ALL_VARIANTS}
     assert solves <= ran <= solves | definitions
     assert marker.stat().st_mtime_ns == before
     assert specification_file.stat().st_mtime_ns == specification_before
 
 
 def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build, tmp_path):
-    """Build the model, solve and simulate chains of both variants on a dask LocalCluster."""
+    """Build the model, solve and simulate chains of every variant on a dask LocalCluster."""
     _, _, serial_digests = serial_build
     root = copy_project(tmp_path / "project")
     chains = "define_model or solve or simulate"
     outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
     assert executed(outcomes) == {
-        f"task_{t}[{v}]"
-        for t in ("define_model", "solve", "simulate")
-        for v in ("baseline", "low_pension")
+        f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate") for v in ALL_VARIANTS
     }
     parallel_digests = product_digests(root)
     assert parallel_digests

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -17,6 +18,10 @@ from project.analysis import style
 from project.analysis.profiles import lifecycle_profiles
 from project.grids import DiscreteGrid
 from project.solver.solution import Solution
+from project.taste_shocks import TASTE_SHOCK_SCALE
+
+if TYPE_CHECKING:
+    from project.egm.solution import EGMSolution
 
 N_POLICY_AGES = 4
 """How many ages ``plot_policy_functions`` shows by default (evenly spread over the horizon)."""
@@ -28,7 +33,7 @@ def default_policy_ages(*, ages: Sequence[float], n: int = N_POLICY_AGES) -> lis
     return [float(ages[i]) for i in positions]
 
 
-def default_fixed_states(*, solution: Solution, column_state: str) -> dict[str, str]:
+def default_fixed_states(*, solution: Solution | EGMSolution, column_state: str) -> dict[str, str]:
     """Return a worker with the median income: "working" and the middle income node."""
     fixed = {}
     for name, grid in solution.model.states.items():
@@ -41,7 +46,7 @@ def default_fixed_states(*, solution: Solution, column_state: str) -> dict[str, 
 
 def plot_policy_functions(
     *,
-    solution: Solution,
+    solution: Solution | EGMSolution,
     paths: Mapping[str, Path],
     ages: Sequence[float] | None = None,
     fixed_states: Mapping[str, str] | None = None,
@@ -51,8 +56,10 @@ def plot_policy_functions(
 ) -> list[Path]:
     """Plot V and optimal consumption against wealth for a few ages, one column per type.
 
-    ``fixed_states`` gives the label of every other discrete state (default: a worker with the
-    median income node); ``ages`` defaults to four ages spread over the horizon.
+    ``solution`` is a grid (``project.solver.Solution``) or an EGM/DC-EGM solution
+    (``project.egm.EGMSolution``): V and the policy are evaluated at the points of the model's
+    wealth grid. ``fixed_states`` gives the label of every other discrete state (default: a
+    worker with the median income node); ``ages`` defaults to four ages spread over the horizon.
     """
     model = solution.model
     fixed = dict(
@@ -64,26 +71,28 @@ def plot_policy_functions(
     columns = list(model.states[column_state].labels)
     shown_ages = list(ages) if ages is not None else default_policy_ages(ages=model.ages)
     periods = [_period_of(age=age, ages=model.ages) for age in shown_ages]
-    consumption_grid = np.asarray(model.actions[consumption_action].to_jax(), dtype=float)
-    values = {t: np.asarray(solution.value_function[t], dtype=float) for t in periods}
-    consumptions = {
-        t: consumption_grid[np.asarray(solution.policy_indices[t][consumption_action])]
-        for t in periods
+    states = {
+        column_label: _states_along(
+            solution=solution,
+            selection={**fixed, column_state: column_label},
+            continuous=wealth_state,
+            values=wealth,
+        )
+        for column_label in columns
     }
 
     with style.styled():
         figure, axes = style.new_figure(nrows=2, ncols=len(columns))
         for j, column_label in enumerate(columns):
-            index = _state_index(
-                solution=solution,
-                selection={**fixed, column_state: column_label},
-                continuous=wealth_state,
-            )
             value_axis, consumption_axis = axes[0][j], axes[1][j]
             for k, (age, period) in enumerate(zip(shown_ages, periods, strict=True)):
                 line = {"color": style.color(k), "label": f"age {age:g}"}
-                value_axis.plot(wealth, _finite(values[period][index]), **line)
-                consumption_axis.plot(wealth, _finite(consumptions[period][index]), **line)
+                value = solution.value(period=period, states=states[column_label])
+                consumption = solution.policy(period=period, states=states[column_label])[
+                    consumption_action
+                ]
+                value_axis.plot(wealth, _finite(np.asarray(value, dtype=float)), **line)
+                consumption_axis.plot(wealth, _finite(np.asarray(consumption, dtype=float)), **line)
             consumption_axis.plot(
                 wealth,
                 wealth,
@@ -97,7 +106,7 @@ def plot_policy_functions(
             consumption_axis.set(xlabel=style.WEALTH_LABEL, ylabel=style.CONSUMPTION_LABEL)
         axes[0][0].legend(loc="lower right")
         axes[1][0].legend(handles=axes[1][0].get_lines()[-1:], loc="upper left")
-        figure.suptitle(_describe_selection(fixed), fontsize=9)
+        figure.suptitle(_describe_selection(fixed, solution=solution), fontsize=9)
         return style.save_figure(figure=figure, paths=paths)
 
 
@@ -173,14 +182,18 @@ def _period_of(*, age: float, ages: Sequence[float]) -> int:
     return matches[0]
 
 
-def _state_index(
-    *, solution: Solution, selection: Mapping[str, str], continuous: str
-) -> tuple[int | slice, ...]:
-    """Return V's index for the selected discrete labels and the whole continuous axis."""
-    index: list[int | slice] = []
+def _states_along(
+    *,
+    solution: Solution | EGMSolution,
+    selection: Mapping[str, str],
+    continuous: str,
+    values: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """Return states at the selected discrete labels with ``continuous`` running over ``values``."""
+    states: dict[str, np.ndarray] = {}
     for name, grid in solution.model.states.items():
         if name == continuous:
-            index.append(slice(None))
+            states[name] = values
             continue
         if not isinstance(grid, DiscreteGrid):
             msg = f"Only {continuous!r} may be continuous here; {name!r} is continuous too."
@@ -192,13 +205,17 @@ def _state_index(
         if selection[name] not in labels:
             msg = f"{selection[name]!r} is not a label of state {name!r}: {labels}."
             raise ValueError(msg)
-        index.append(grid.codes[labels.index(selection[name])])
-    return tuple(index)
+        states[name] = np.full(values.shape, grid.codes[labels.index(selection[name])])
+    return states
 
 
-def _describe_selection(fixed: Mapping[str, str]) -> str:
+def _describe_selection(fixed: Mapping[str, str], *, solution: Solution | EGMSolution) -> str:
+    """Return the title: the method (and taste-shock scale), then the fixed states."""
+    title = f"Policy functions by {style.method_name(solution.method)}"
+    if solution.model.taste_shocks:
+        title += f" (taste-shock scale {float(solution.params[TASTE_SHOCK_SCALE]):g})"
     parts = [f"{style.display_name(k)}: {style.display_name(v)}" for k, v in fixed.items()]
-    return "Policy functions; " + ", ".join(parts) if parts else "Policy functions"
+    return f"{title}\n" + ", ".join(parts) if parts else title
 
 
 def _finite(values: np.ndarray) -> np.ndarray:

@@ -65,6 +65,9 @@ CONSUMPTION_LABEL = "consumption (model units)"
 VALUE_LABEL = "value (utils)"
 SHARE_RETIRED_LABEL = "share retired"
 
+METHOD_NAMES = {"dcegm": "DC-EGM", "egm": "EGM", "grid": "grid search"}
+"""Printed names of the solution methods (a solution's ``method``)."""
+
 
 @contextmanager
 def styled() -> Iterator[None]:
@@ -120,3 +123,8 @@ def linestyle(index: int) -> str:
 def display_name(name: str) -> str:
     """Return a label for plots: underscores become spaces ("low_pension" -> "low pension")."""
     return str(name).replace("_", " ")
+
+
+def method_name(method: str) -> str:
+    """Return the printed name of a solution method ("dcegm" -> "DC-EGM"; unknown ones as given)."""
+    return METHOD_NAMES.get(method, method)

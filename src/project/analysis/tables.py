@@ -20,6 +20,7 @@ from project.analysis.profiles import (
     check_panel,
     retired_indicator,
 )
+from project.analysis.style import method_name
 
 BRACKET_WIDTH = 5
 FLOAT_FORMAT = "{:.3f}"
@@ -36,19 +37,23 @@ SUMMARY_COLUMNS = (
 
 PARAMETER_DESCRIPTIONS: dict[str, str] = {
     "beta": "discount factor",
-    "crra": "relative risk aversion",
+    "crra": "risk aversion",
     "r": "interest rate",
     "wage": "wage level",
     "pension": "pension per period",
-    "disutility_of_work": "work disutility by type",
-    "mandatory_retirement_age": "forced retirement age",
+    "disutility_of_work": "disutility of work",
+    "mandatory_retirement_age": "retirement age",
     "income_rho": "income persistence",
-    "income_sigma": "income innovation s.d.",
-    "n_wealth": "wealth grid size",
-    "n_consumption": "consumption grid size",
+    "income_sigma": "income shock s.d.",
+    "n_wealth": "wealth points",
+    "n_consumption": "consumption points",
     "n_income": "income nodes",
     "n_periods": "periods",
     "start_age": "first age",
+    "n_savings": "savings points",
+    "taste_shocks": "EV1 taste shocks",
+    "taste_shock_scale": "taste-shock scale",
+    "method": "solution method",
 }
 """Descriptions of the life-cycle model's parameters and grid sizes (others get none)."""
 
@@ -106,13 +111,23 @@ def summary_statistics(
     return table.astype({"N": np.int64})
 
 
-def parameter_table(*, specifications: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
+def parameter_table(
+    *,
+    specifications: Mapping[str, Mapping[str, Any]],
+    methods: Mapping[str, str] | None = None,
+) -> pd.DataFrame:
     """Return one row per parameter (then grid size), one column per variant, as text.
 
     ``specifications`` maps a variant to its ``bld/<variant>/model.json`` content (its "params"
     and, if present, "sizes"). Lists print as "(0.05, 0.25)"; a missing entry prints empty.
+    ``methods`` maps variants to the method that solved them (a solution's ``method``, e.g.
+    "dcegm"): given, a last row "method" prints it ("DC-EGM").
     """
     variants = list(specifications)
+    unknown = sorted(set(methods or {}) - set(variants))
+    if unknown:
+        msg = f"methods names variants {unknown} without a specification: {variants}."
+        raise KeyError(msg)
     params = _union(specifications, key="params")
     sizes = _union(specifications, key="sizes")
     rows = [
@@ -124,6 +139,9 @@ def parameter_table(*, specifications: Mapping[str, Mapping[str, Any]]) -> pd.Da
         for key, names in (("params", params), ("sizes", sizes))
         for name in names
     ]
+    if methods is not None:
+        shown = [method_name(methods[v]) if v in methods else "" for v in variants]
+        rows.append(["method", PARAMETER_DESCRIPTIONS["method"], *shown])
     return pd.DataFrame(rows, columns=["Parameter", "Description", *variants])
 
 

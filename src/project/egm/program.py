@@ -197,9 +197,7 @@ def build_program(
             feasible = feasible_in(period)
             allowed = jnp.any(feasible[members], axis=1)
             pairs = jax.vmap(jax.vmap(one_pair, in_axes=(None, 0, 0)), in_axes=(0, None, 0))
-            (grids, value_now, constrained), continuation, flags = pairs(
-                reduced, choices, allowed
-            )
+            (grids, value_now, constrained), continuation, flags = pairs(reduced, choices, allowed)
             shape = (reduced.shape[0], structure.n_choices)
             runs = jnp.ones((*shape, 1), jnp.int32)
             if with_envelope:

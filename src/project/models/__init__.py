@@ -14,5 +14,15 @@ DEFAULT_PARAMS = {
     "precautionary": precautionary.DEFAULT_PARAMS,
     "lifecycle": lifecycle.DEFAULT_PARAMS,
 }
+DEFAULT_TASTE_SHOCK_SCALES = {"lifecycle": lifecycle.DEFAULT_TASTE_SHOCK_SCALE}
+"""The ``taste_shock_scale`` a model built with taste shocks gets by default (where it has one)."""
 
-__all__ = ["DEFAULT_PARAMS", "MODEL_BUILDERS", "iid_income", "ijrs", "lifecycle", "precautionary"]
+__all__ = [
+    "DEFAULT_PARAMS",
+    "DEFAULT_TASTE_SHOCK_SCALES",
+    "MODEL_BUILDERS",
+    "iid_income",
+    "ijrs",
+    "lifecycle",
+    "precautionary",
+]

@@ -37,6 +37,9 @@ DEFAULT_PARAMS = {
     "income_rho": 0.9,
     "income_sigma": 0.1,
 }
+DEFAULT_TASTE_SHOCK_SCALE = 0.01
+"""The scale of the EV1 taste shocks (param ``taste_shock_scale``) of ``build_model(
+taste_shocks=True)``; ``DEFAULT_PARAMS`` lacks it, as the model without taste shocks does."""
 
 
 def default_params(*, n_types: int = 2) -> dict[str, Any]:

@@ -1,0 +1,172 @@
+"""The pipeline's variants: DC-EGM with taste shocks by default, the grid solve as a cross-check.
+
+The baseline and baseline_grid (the same model without its savings grid, so solved by grid
+search) are solved, saved, loaded and simulated through ``project.pipeline``. The grid solver
+picks consumption on a grid with step ``dc`` (0.2 at the default sizes), so the two agree within
+a step or two of it, not to rounding.
+"""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
+from project.errors import ParamsError
+from project.models import DEFAULT_TASTE_SHOCK_SCALES
+from project.persist import save_bundle
+from project.pipeline import (
+    build_variant_model,
+    load_variant_solution,
+    simulate_variant,
+    solution_method,
+    solve_variant,
+    variant_specification,
+)
+from project.solver.solve import choose_method
+from project.taste_shocks import TASTE_SHOCK_SCALE
+
+GRID_VARIANT = "baseline_grid"
+N_SUBJECTS = 4_000
+MIN_WEALTH = 1.0
+"""Below it, the grid solver's first consumption points (0.05, 0.25, ...) are too coarse."""
+
+
+@pytest.mark.parametrize("name", sorted(VARIANTS))
+def test_variants_solve_with_taste_shocks_by_dcegm_unless_they_are_the_grid_check(name):
+    variant = VARIANTS[name]
+    specification = variant_specification(variant)
+    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    assert specification["sizes"]["taste_shocks"] is True
+    grid = name == GRID_VARIANT
+    assert ("n_savings" not in specification["sizes"]) is grid
+    assert choose_method(model, method=None) == ("grid" if grid else "dcegm")
+    expected = variant.params.get(TASTE_SHOCK_SCALE, DEFAULT_TASTE_SHOCK_SCALES[variant.model])
+    assert specification["params"][TASTE_SHOCK_SCALE] == expected
+
+
+def test_the_grid_check_is_the_baseline_without_its_savings_grid():
+    baseline, grid = (
+        variant_specification(VARIANTS[DEFAULT_VARIANT]),
+        variant_specification(VARIANTS[GRID_VARIANT]),
+    )
+    assert grid["sizes"] == GRID_SIZES
+    assert grid["sizes"] == {k: v for k, v in baseline["sizes"].items() if k != "n_savings"}
+    assert grid["params"] == baseline["params"]
+    assert VARIANTS[GRID_VARIANT].simulation == VARIANTS[DEFAULT_VARIANT].simulation
+
+
+def test_a_variant_may_override_the_taste_shock_scale():
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={TASTE_SHOCK_SCALE: 0.05})
+    assert variant_specification(variant)["params"][TASTE_SHOCK_SCALE] == 0.05
+
+
+def test_a_taste_shock_scale_without_taste_shocks_names_the_switch():
+    sizes = {k: v for k, v in VARIANTS[DEFAULT_VARIANT].sizes.items() if k != "taste_shocks"}
+    variant = dataclasses.replace(
+        VARIANTS[DEFAULT_VARIANT], sizes=sizes, params={TASTE_SHOCK_SCALE: 0.05}
+    )
+    with pytest.raises(ParamsError, match="taste_shocks=True"):
+        variant_specification(variant)
+
+
+def test_an_unknown_param_is_refused_naming_the_known_ones():
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={"pensoin": 0.3})
+    with pytest.raises(ParamsError, match=r"unknown params \['pensoin'\].*'pension'"):
+        variant_specification(variant)
+
+
+@pytest.fixture(scope="module")
+def solved(tmp_path_factory):
+    """Solve and simulate the baseline and its grid twin through the pipeline's functions."""
+    if PROFILE != "default":
+        pytest.skip("the cross-check needs the default profile's grids")
+    settings = dataclasses.asdict(SimulationSettings(n_subjects=N_SUBJECTS))
+    out = {}
+    for variant in (VARIANTS[DEFAULT_VARIANT], VARIANTS[GRID_VARIANT]):
+        root = tmp_path_factory.mktemp(variant.name)
+        specification = variant_specification(variant)
+        solve_variant(specification=specification, directory=root / "solution", sources=[])
+        result = simulate_variant(
+            specification=specification, settings=settings, solution_directory=root / "solution"
+        )
+        save_bundle(result=result, directory=root / "simulation")
+        out[variant.name] = {
+            "root": root,
+            "solution": load_variant_solution(
+                specification=specification, directory=root / "solution"
+            ),
+            "panel": result.to_dataframe(),
+        }
+    return out[DEFAULT_VARIANT], out[GRID_VARIANT]
+
+
+def test_the_solution_and_the_bundle_record_the_method(solved):
+    for entry, method in zip(solved, ("dcegm", "grid"), strict=True):
+        assert entry["solution"].method == method
+        assert solution_method(directory=entry["root"] / "solution") == method
+        bundle = json.loads((entry["root"] / "simulation" / "metadata.json").read_text())
+        assert bundle["method"] == method
+
+
+def consumption_step(model):
+    points = np.asarray(model.actions["consumption"].to_jax(), dtype=float)
+    return float(points[1] - points[0])
+
+
+@pytest.mark.parametrize("period", [0, 10, 18, 19, 25, 29])
+def test_dcegm_and_grid_search_agree_on_the_baseline_within_the_consumption_step(solved, period):
+    """Consumption within one grid step; V within two steps' worth of utility, 2·u'(c)·dc.
+
+    The retirement choice may differ only at single wealth points next to a threshold.
+    """
+    (dcegm, grid) = (entry["solution"] for entry in solved)
+    model = dcegm.model
+    wealth = np.asarray(model.states["wealth"].to_jax(), dtype=float)
+    wealth = wealth[wealth >= MIN_WEALTH]
+    step = consumption_step(grid.model)
+    crra = float(dcegm.params["crra"])
+    for pref_type in (0, 1):
+        for lagged in (0, 1):
+            states = {
+                "pref_type": np.full(wealth.shape, pref_type),
+                "lagged_retirement": np.full(wealth.shape, lagged),
+                "income": np.full(wealth.shape, 2),
+                "wealth": wealth,
+            }
+            ours, theirs = (
+                dcegm.policy(period=period, states=states),
+                grid.policy(period=period, states=states),
+            )
+            assert np.abs(ours["consumption"] - theirs["consumption"]).max() <= step
+            gap = np.abs(
+                dcegm.value(period=period, states=states) - grid.value(period=period, states=states)
+            )
+            assert (gap <= 2 * step * ours["consumption"] ** -crra).all()
+            assert (ours["retirement"] != theirs["retirement"]).sum() <= 1
+
+
+def profiles(panel):
+    retired = panel["retirement"].astype(str) == "retired"
+    return panel.assign(retired=retired).groupby("age")[["wealth", "consumption", "retired"]].mean()
+
+
+def test_dcegm_and_grid_search_simulate_the_same_life_cycle(solved):
+    """Same subjects, same draws: retirement shares within 3 points, means within grid steps."""
+    (dcegm, grid) = (profiles(entry["panel"]) for entry in solved)
+    step = consumption_step(solved[1]["solution"].model)
+    assert (dcegm["retired"] - grid["retired"]).abs().max() <= 0.03
+    assert (dcegm["consumption"] - grid["consumption"]).abs().max() <= step
+    assert (dcegm["wealth"] - grid["wealth"]).abs().max() <= 2 * step
+
+
+def test_dcegm_consumption_profiles_are_smooth_and_grid_ones_are_not(solved):
+    """The second difference of mean consumption by age: DC-EGM's is far below grid search's."""
+    (dcegm, grid) = (profiles(entry["panel"])["consumption"].to_numpy() for entry in solved)
+    working_life = slice(1, 20)  # ages 51-69: after the first period, before the last ones
+    curvature = {
+        name: np.abs(np.diff(values[working_life], n=2)).max()
+        for name, values in (("dcegm", dcegm), ("grid", grid))
+    }
+    assert curvature["dcegm"] < curvature["grid"] / 3, curvature
