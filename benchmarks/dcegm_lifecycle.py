@@ -40,7 +40,7 @@ from _measure import (
 
 SCALE = 0.01
 DCEGM_SIZES = (50, 100, 200, 400)
-GRID_SIZES = ((100, 100), (200, 400), (400, 1000), (600, 2000))
+GRID_SIZES = ((100, 100), (200, 400), (400, 1000), (1000, 4000), (2000, 8000))
 REFERENCE = 4000
 WEALTH = np.linspace(0.5, 15.0, 60)
 
