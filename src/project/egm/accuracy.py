@@ -19,7 +19,7 @@ from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
-from project.errors import InvalidStatesError
+from project.errors import InvalidStatesError, ModelSpecificationError
 from project.model.spec import DISCOUNT_FACTOR
 from project.points import float_dtype
 from project.shocks import shock_tables
@@ -35,6 +35,13 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
     """
     model = solution.model
     structure = egm_structure(model)
+    if structure.discrete_actions:
+        msg = (
+            f"Model {model.name!r} has discrete actions {list(structure.discrete_actions)}: "
+            "Euler errors are defined here for models without discrete choices only (the "
+            "Euler equation holds per choice, away from the kinks)."
+        )
+        raise ModelSpecificationError(msg)
     flat, shape = validate_states(model=model, states=states, period=period)
     if period >= model.n_periods - 1:
         msg = (

@@ -78,14 +78,7 @@ def build_program(
         contexts = jnp.asarray(structure.contexts)
         reduced = jnp.asarray(structure.reduced_contexts)
         rows = jnp.asarray(structure.reduced_row)
-        members = jnp.asarray(
-            np.stack(
-                [
-                    np.flatnonzero(structure.reduced_row == r)
-                    for r in range(structure.reduced_contexts.shape[0])
-                ]
-            )
-        )
+        members = jnp.asarray(structure.reduced_members)
         choices = jnp.arange(structure.n_choices)
         shocks, shock_weights, _ = shock_tables(model.shocks, params)
         shock_weights = shock_weights.astype(dtype)

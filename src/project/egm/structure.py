@@ -57,6 +57,12 @@ class EGMStructure:
     reduced_row: np.ndarray
 
     @property
+    def reduced_members(self) -> np.ndarray:
+        """Return, per ``reduced_contexts`` row, the contexts that map to it (equal counts)."""
+        rows = range(self.reduced_contexts.shape[0])
+        return np.stack([np.flatnonzero(self.reduced_row == r) for r in rows])
+
+    @property
     def kept(self) -> tuple[str, ...]:
         """Return the discrete states the EGM step depends on (not folded)."""
         return tuple(s for s in self.discrete if s not in self.folded)
