@@ -33,16 +33,20 @@ def log_sum(values: jnp.ndarray, *, scale: jnp.ndarray, axis: int = -1) -> jnp.n
     return jnp.squeeze(jnp.where(positive, smooth, best), axis=axis)
 
 
-def choice_probabilities(values: jnp.ndarray, *, scale: jnp.ndarray, axis: int = -1) -> jnp.ndarray:
-    """Return the logit probabilities of the choices along ``axis``; first maximiser at scale 0.
+def log_sum_and_probabilities(
+    values: jnp.ndarray, *, scale: jnp.ndarray, axis: int = -1
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return the log-sum and the logit probabilities of the choices along ``axis``.
 
-    A state with no feasible choice (all ``-inf``) gets all its mass on the first choice, so that
-    probabilities always sum to one; its V is ``-inf`` and the solver's checks report it.
+    At scale 0 the first maximiser gets probability one. A state with no feasible choice (all
+    ``-inf``) gets all its mass on the first choice, so that probabilities always sum to one;
+    its V is ``-inf`` and the solver's checks report it.
     """
     axis = axis % values.ndim
-    total = jnp.expand_dims(log_sum(values, scale=scale, axis=axis), axis)
+    total = log_sum(values, scale=scale, axis=axis)
+    expanded = jnp.expand_dims(total, axis)
     safe_scale = jnp.where(scale > 0, scale, 1.0)
-    finite_total = jnp.where(jnp.isfinite(total), total, 0.0)
+    finite_total = jnp.where(jnp.isfinite(expanded), expanded, 0.0)
     logit = jnp.exp((values - finite_total) / safe_scale)
     positions = jnp.arange(values.shape[axis]).reshape(
         [-1 if i == axis else 1 for i in range(values.ndim)]
@@ -50,8 +54,8 @@ def choice_probabilities(values: jnp.ndarray, *, scale: jnp.ndarray, axis: int =
     hit = (values == jnp.max(values, axis=axis, keepdims=True)) | jnp.isnan(values)
     first = jnp.min(jnp.where(hit, positions, values.shape[axis]), axis=axis, keepdims=True)
     hard = (positions == jnp.minimum(first, values.shape[axis] - 1)).astype(values.dtype)
-    smooth = jnp.where(jnp.isfinite(total), logit, hard)
-    return jnp.where(scale > 0, smooth, hard)
+    smooth = jnp.where(jnp.isfinite(expanded), logit, hard)
+    return total, jnp.where(scale > 0, smooth, hard)
 
 
 def check_taste_shock_scale(*, model_name: str, params: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from project.egm.structure import EGMStructure
 from project.egm.utility import Utility
-from project.taste_shocks import choice_probabilities, log_sum
+from project.taste_shocks import log_sum_and_probabilities
 
 
 class EGMArrays(NamedTuple):
@@ -116,10 +116,10 @@ def at_state(
             arrays.equivalent_slope[context, choice],
             jnp.maximum(upper, 2),
         )
+        # Below node 1 the limit binds: V = u(w - limit) + beta·E[V'(limit)], exactly.
         constrained = wealth < nodes[1]
-        slack = jnp.where(constrained, wealth - limit, 1.0)
-        binding = utility.value(slack, here) + arrays.constrained_continuation[context, choice]
-        value = jnp.where(constrained, binding, utility.value(equivalent, here))
+        level = utility.value(jnp.where(constrained, wealth - limit, equivalent), here)
+        value = level + jnp.where(constrained, arrays.constrained_continuation[context, choice], 0)
         marginal = utility.marginal(consumption, here) if with_marginal else consumption
         return consumption, value, marginal
 
@@ -131,8 +131,7 @@ def at_state(
         probability = jnp.ones_like(value)
         total = value[0]
     else:
-        probability = choice_probabilities(value, scale=scale, axis=0)
-        total = log_sum(value, scale=scale, axis=0)
+        total, probability = log_sum_and_probabilities(value, scale=scale, axis=0)
     expected_marginal = None
     if with_marginal:
         expected_marginal = jnp.sum(jnp.where(probability > 0, probability * marginal, 0), axis=0)

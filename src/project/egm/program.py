@@ -36,6 +36,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import quick_compile_options
 from project.egm.choices import EGMArrays, at_state, choice_env
 from project.egm.envelope import clean_grids
 from project.egm.structure import EGMStructure, egm_structure
@@ -140,7 +141,12 @@ def build_program(
                     active=jnp.broadcast_to(allowed, target.shape),
                 )
                 consumption = jnp.where(infinite, 0.0, solved)
-                value_now = utility.value(consumption, env) + beta * value
+                wealth = savings + consumption
+                below = wealth < wealth[0]
+                # u at c_j and, below the first endogenous point, at consuming down to the limit.
+                slack = jnp.where(below, wealth - savings[0], 1.0)
+                levels = utility.value(jnp.stack([consumption, slack]), env)
+                value_now = levels[0] + beta * value
                 # Where E[u'(c')] is infinite (nothing to consume next period at zero savings),
                 # c_j = 0 and every later consumption is 0: V's consumption equivalent is 0.
                 unbounded = jnp.isneginf(value_now) | infinite
@@ -152,12 +158,7 @@ def build_program(
                     active=jnp.broadcast_to(allowed, value_now.shape),
                 )
                 equivalent = jnp.where(unbounded, 0.0, solved_equivalent)
-                wealth = savings + consumption
-                below = wealth < wealth[0]
-                slack = jnp.where(below, wealth - savings[0], 1.0)
-                constrained = jnp.where(
-                    below, utility.value(slack, env) + beta * value[0], -jnp.inf
-                )
+                constrained = jnp.where(below, levels[1] + beta * value[0], -jnp.inf)
                 marginal_error = jnp.max(
                     jnp.where(infinite, 0.0, jnp.abs(marginal_residual)), initial=0.0
                 )
@@ -174,7 +175,8 @@ def build_program(
                 ).astype(jnp.int32)
                 # V's slope is u'(c) (envelope condition), so nu = u^{-1}(V) has slope
                 # u'(c) / u'(nu): the Hermite interpolation of nu between nodes uses it.
-                ratio = utility.marginal(consumption, env) / utility.marginal(equivalent, env)
+                marginals = utility.marginal(jnp.stack([consumption, equivalent]), env)
+                ratio = marginals[0] / marginals[1]
                 # Where nu = 0 (nothing to consume) u'(nu) is infinite: use the secant to the
                 # next node, which is exact where nu is linear (CRRA without income).
                 step = jnp.diff(wealth, append=wealth[-1:] + 1)
@@ -189,9 +191,14 @@ def build_program(
             # step: run it once per reduced context, where any of its contexts allows the choice.
             feasible = feasible_in(period)
             allowed = jnp.any(feasible[members], axis=1)
-            pairs = jax.vmap(jax.vmap(one_pair, in_axes=(None, 0, 0)), in_axes=(0, None, 0))
-            (grids, value_now, constrained), continuation, flags = pairs(reduced, choices, allowed)
+            # One vmap over all (context, choice) pairs: each nested vmap re-processes every
+            # traced operation, which is most of the first call's tracing time.
             shape = (reduced.shape[0], structure.n_choices)
+            pair_context, pair_choice = (x.ravel() for x in jnp.indices(shape))
+            per_pair = jax.vmap(one_pair)(reduced[pair_context], pair_choice, allowed.ravel())
+            (grids, value_now, constrained), continuation, flags = jax.tree.map(
+                lambda x: x.reshape(*shape, *x.shape[1:]), per_pair
+            )
             runs = jnp.ones((*shape, 1), jnp.int32)
             if with_envelope:
 
@@ -232,7 +239,7 @@ def build_program(
         )
         return stacked, jnp.concatenate([reports, terminal_report[None]])
 
-    return jax.jit(program)
+    return jax.jit(program, compiler_options=quick_compile_options())
 
 
 def _period_report(flags: jnp.ndarray, feasible: jnp.ndarray) -> jnp.ndarray:
@@ -286,5 +293,13 @@ def _expectations(
         guess = jnp.sum(state.probability * state.consumption, axis=0)
         return slope * state.marginal, state.total, guess
 
-    parts = jax.vmap(jax.vmap(per_pair))(following.context, following.wealth, following.slope)
-    return tuple(jnp.tensordot(following.weight, part, axes=2) for part in parts)
+    # One vmap over the (outcome, node) pairs, flattened (see the pairs in ``period_step``).
+    pairs = following.weight.shape
+    flat = (
+        x.reshape(-1, *x.shape[2:]) for x in (following.context, following.wealth, following.slope)
+    )
+    parts = jax.vmap(per_pair)(*flat)
+    return tuple(
+        jnp.tensordot(following.weight, part.reshape(*pairs, *part.shape[1:]), axes=2)
+        for part in parts
+    )

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.program import REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
@@ -133,9 +134,7 @@ def check_borrowing_limit(
     step = 1e3 * np.finfo(dtype).eps * max(1.0, abs(float(savings[0])))
     trials = np.concatenate([savings, [savings[0] - step]]).astype(dtype)
     # (period, context, choice, savings trial, consumption trial): one compiled check, one read.
-    allowed = np.asarray(
-        _feasibility(model)({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(trials))
-    ).all(axis=-1)
+    allowed = np.asarray(_feasibility(model)(dict(params), trials)).all(axis=-1)
     forbidden = np.argwhere(~allowed[..., :-1])
     if forbidden.size:
         period, row, choice, j = (int(i) for i in forbidden[0])
@@ -167,8 +166,7 @@ def _feasibility(model: Model) -> Callable[..., jax.Array]:
     structure = egm_structure(model)
     state, action = structure.state, structure.action
     feasible = compose(model, list(structure.borrowing_constraints))
-    contexts = jnp.asarray(structure.contexts)
-    choices = jnp.asarray(structure.choices)
+    contexts, choices = structure.contexts, structure.choices
 
     def check(params: dict[str, jax.Array], savings: jax.Array) -> jax.Array:
         dtype = savings.dtype
@@ -189,7 +187,7 @@ def _feasibility(model: Model) -> Callable[..., jax.Array]:
         periods = jnp.arange(model.n_periods, dtype=jnp.int32)
         return per_period(periods, contexts, choices, savings, trial)
 
-    _FEASIBILITY[model] = jax.jit(check)
+    _FEASIBILITY[model] = jax.jit(check, compiler_options=quick_compile_options())
     return _FEASIBILITY[model]
 
 

@@ -149,22 +149,24 @@ def _iterate(
 ) -> tuple[jnp.ndarray, jnp.ndarray]:
     """Apply ``step`` until every ``active`` |residual| <= ``tolerance``; return both.
 
-    At most ``MAX_STEPS`` steps; a NaN residual counts as done (the report flags it). Inactive
-    points (those the caller discards) do not hold the loop.
+    At least one step and at most ``MAX_STEPS``; a NaN residual counts as done (the report flags
+    it). Inactive points (those the caller discards) do not hold the loop. ``step`` appears in
+    the program once, inside the loop (tracing and compiling it twice cost first-call time).
     """
-    first = step(start)
     active = jnp.ones(start.shape, bool) if active is None else active
 
     def unfinished(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> jnp.ndarray:
         count, _, error = state
-        return (count < MAX_STEPS) & jnp.any(active & (jnp.abs(error) > tolerance))
+        pending = jnp.any(active & (jnp.abs(error) > tolerance))
+        return (count == 0) | ((count < MAX_STEPS) & pending)
 
     def again(state: tuple[Any, jnp.ndarray, jnp.ndarray]) -> tuple[Any, jnp.ndarray, jnp.ndarray]:
         count, estimate, _ = state
         improved = step(estimate)
         return count + 1, improved, residual(improved)
 
-    _, estimate, error = jax.lax.while_loop(unfinished, again, (1, first, residual(first)))
+    initial = (0, start, jnp.zeros_like(start))
+    _, estimate, error = jax.lax.while_loop(unfinished, again, initial)
     return estimate, error
 
 

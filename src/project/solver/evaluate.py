@@ -25,7 +25,7 @@ from project.solver.choice import best_choice, choice_values, first_argmax
 from project.solver.expectation import ExpectationPlan, prepare_next_value
 from project.solver.grid_cache import grid_points_of
 from project.solver.q import build_q_function
-from project.taste_shocks import TASTE_SHOCK_SCALE, choice_probabilities, log_sum
+from project.taste_shocks import TASTE_SHOCK_SCALE, log_sum_and_probabilities
 
 if TYPE_CHECKING:
     from project.solver.solution import Solution
@@ -129,9 +129,9 @@ def build_state_choice(model: Model, *, terminal: bool) -> Callable[..., StateCh
         actions = {a: points[a][i] for a, i in codes.items()}
         if model.taste_shocks:
             per_choice = choice_values(q, model=model, actions=model.action_names, lead=0)
-            scale = params[TASTE_SHOCK_SCALE]
-            value = log_sum(per_choice, scale=scale)
-            probabilities = choice_probabilities(per_choice, scale=scale)
+            value, probabilities = log_sum_and_probabilities(
+                per_choice, scale=params[TASTE_SHOCK_SCALE]
+            )
         else:
             chosen = (
                 jnp.ravel_multi_index(
