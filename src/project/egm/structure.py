@@ -21,7 +21,7 @@ import numpy as np
 
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
-from project.model.spec import Model, transition_target
+from project.model.spec import Model
 from project.solver.plan import prove_law_of_motion
 
 INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
@@ -119,8 +119,7 @@ def egm_structure(model: Model) -> EGMStructure:
     for target in (
         "utility",
         *borrowing,
-        *(f"next_{s}" for s in model.deterministic_states),
-        *(transition_target(s) for s in model.stochastic_transitions),
+        *model.transition_targets(),
         *([INVERSE_MARGINAL_UTILITY] if INVERSE_MARGINAL_UTILITY in model.functions else []),
     ):
         used |= model.ancestors(target)
@@ -171,9 +170,7 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
     }:
         return f"{INVERSE_MARGINAL_UTILITY!r} depends on {state!r} or {action!r}"
     law = f"next_{state}"
-    others = [f"next_{s}" for s in model.deterministic_states if s != state]
-    others += [transition_target(s) for s in model.stochastic_transitions]
-    for target in others:
+    for target in (t for t in model.transition_targets() if t != law):
         if model.ancestors(target) & {state, action}:
             return f"{target!r} depends on {state!r} or {action!r}"
     proof = prove_law_of_motion(model, state=state, action=action)

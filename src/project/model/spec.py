@@ -4,9 +4,9 @@ Functions are linked by argument name. An argument can be a state, an action, an
 ``age``, ``period``, the realised next outcome ``next_<state>`` of a stochastic state (in laws of
 motion only), or else a parameter. ``beta`` (the discount factor) is always a parameter.
 
-Designed for regimes: a later ``RegimeModel`` can hold several ``Model`` phases (working life,
-retirement, death), each with its own states, actions and functions, linked by regime transitions.
-Nothing here assumes there is only one.
+A ``project.regimes.RegimeModel`` holds several models as regimes (working life, retirement,
+death), each with its own states, actions and functions, linked by regime transitions; it adds
+each regime's transition to that regime's functions through ``_extra_functions``.
 """
 
 from __future__ import annotations
@@ -135,7 +135,26 @@ class Model:
         combined = dict(self.functions) | dict(self.constraints)
         for state, func in self.stochastic_transitions.items():
             combined[transition_target(state)] = func
-        return combined
+        return combined | self._extra_functions()
+
+    def _extra_functions(self) -> dict[str, Callable[..., Any]]:
+        """Return functions a subclass adds to the graph (a regime: its regime transition)."""
+        return {}
+
+    def transition_targets(self) -> list[str]:
+        """Return every target that shapes next period: laws of motion, transitions."""
+        return [f"next_{s}" for s in self.deterministic_states] + [
+            transition_target(s) for s in self.stochastic_transitions
+        ]
+
+    @property
+    def continuation_actions(self) -> tuple[str, ...]:
+        """Return the discrete actions next period's value array has leading axes for.
+
+        Empty for a plain model; a regime's continuation depends on the discrete actions its
+        regime transition reads (``project.regimes``).
+        """
+        return ()
 
     @cached_property
     def params_template(self) -> dict[str, tuple[int, ...]]:

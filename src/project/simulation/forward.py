@@ -91,10 +91,9 @@ def simulate(
         }
     else:
         # The last period reads a V of zeros and discards the continuation, like the solver.
-        next_values = [*solution.value_function[1:], jnp.zeros_like(solution.value_function[-1])]
         expected = {
             t: _replicated(
-                steps["expected"](next_values[t], params, grid_points, periods[t], ages[t]),
+                steps["expected"](solution.next_value(t), params, grid_points, periods[t], ages[t]),
                 mesh=mesh,
             )
             for t in range(start_period, model.n_periods)

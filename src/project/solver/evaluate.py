@@ -75,9 +75,7 @@ def _evaluate(
     evaluate = _evaluator(model, terminal=terminal)
     params = {k: jnp.asarray(v, dtype=float_dtype()) for k, v in solution.params.items()}
     points = grid_points_of(model)
-    next_value = (
-        solution.values[period + 1] if not terminal else jnp.zeros_like(solution.values[period])
-    )
+    next_value = solution.next_value(period)
     dtype = float_dtype()
     typed = {
         name: jnp.asarray(values, dtype=jnp.int32 if model.states[name].is_discrete else dtype)

@@ -12,6 +12,11 @@ The expectation over a stochastic state is formed in one of two ways:
 Permanent (distributed) states never transition, so next period's V is read on the subject's
 own block: their axes lead the prepared array and are sliced together with the state sweep
 instead of being interpolated into. Under sharding each device thus reads only its own block.
+
+A regime's next-period value also depends on the discrete actions its regime transition reads
+(``Model.continuation_actions``): the array then has one leading axis per such action, before
+the state axes, and every reader indexes it by the action's code (``for_actions``). The prepared
+array's layout is: sliced state axes, continuation-action axes, W's axes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import jax
 import jax.numpy as jnp
 
 from project.model.spec import Model, transition_target
@@ -119,7 +125,16 @@ def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], j
             axis_names.remove(state)
         return expected
 
+    for _ in model.continuation_actions:
+        contract = jax.vmap(contract, in_axes=(0, None))
     return contract
+
+
+def for_actions(model: Model, part: jnp.ndarray, env: dict[str, Any]) -> jnp.ndarray:
+    """Return ``part`` at the codes in ``env`` of the continuation actions (its leading axes)."""
+    for action in model.continuation_actions:
+        part = part[env[action]]
+    return part
 
 
 def _reduce_outcomes(weights: jnp.ndarray, stacked: jnp.ndarray) -> jnp.ndarray:
@@ -136,7 +151,8 @@ def prepare_next_value(
 ) -> jnp.ndarray:
     """Return next period's V prepared for the sweep: sliced axes first, then W's axes."""
     plan = ExpectationPlan.for_model(model)
-    positions = [model.state_names.index(s) for s in plan.permanent]
+    lead = len(model.continuation_actions)
+    positions = [lead + model.state_names.index(s) for s in plan.permanent]
     moved = jnp.moveaxis(next_value, positions, list(range(len(positions))))
     if not plan.precontracted or plan.contract_in_sweep:
         return moved

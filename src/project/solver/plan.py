@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from project.grids import Grid, LinSpacedGrid
-from project.model.spec import RESERVED_ARGUMENTS, Model, transition_target
+from project.model.spec import RESERVED_ARGUMENTS, Model
 from project.points import float_dtype
 from project.solver.expectation import ExpectationPlan
 from project.solver.structure import SavingsProof, prove_savings_form
@@ -124,10 +124,8 @@ def _derive(model: Model) -> SolvePlan:
 
 
 def _transition_targets(model: Model) -> list[str]:
-    """Return every law of motion and transition-probability target."""
-    return [f"next_{s}" for s in model.deterministic_states] + [
-        transition_target(s) for s in model.stochastic_transitions
-    ]
+    """Return every law of motion and transition target (a regime's transition included)."""
+    return model.transition_targets()
 
 
 def _loop_action(model: Model) -> str | None:

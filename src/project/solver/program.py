@@ -70,21 +70,15 @@ def _build(
     plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | None, block: int
 ) -> Callable[..., Any]:
     model = plan.model
-    built = {name: build_kernel(name, plan, block=block, mesh=mesh) for name in set(kernels)}
-    ages = np.asarray(model.ages, dtype=float_dtype())
     sharding = None if mesh is None else NamedSharding(mesh, value_spec(model))
+    built = {
+        name: kernel_step(plan, build_kernel(name, plan, block=block, mesh=mesh), sharding=sharding)
+        for name in set(kernels)
+    }
+    ages = np.asarray(model.ages, dtype=float_dtype())
 
     def step(name: str, next_value: Any, params: Any, grid_points: Any, period: Any, age: Any):  # noqa: ANN202
-        value, policy = built[name](next_value, params, grid_points, period, age)
-        unlocated = jnp.zeros((), dtype=jnp.int32)
-        if plan.loop_action is not None:
-            loop_policy = policy[plan.loop_action]
-            unlocated = jnp.sum((loop_policy < 0) & ~jnp.isnan(value), dtype=jnp.int32)
-            policy = policy | {plan.loop_action: jnp.maximum(loop_policy, 0)}
-        if sharding is not None:
-            value = jax.lax.with_sharding_constraint(value, sharding)
-            policy = jax.lax.with_sharding_constraint(policy, sharding)
-        return value, policy, value_flags(value, unlocated=unlocated)
+        return built[name](next_value, params, grid_points, period, age)
 
     def program(flat_params, grid_points):  # noqa: ANN001, ANN202
         params = unpack_params(model=model, flat=flat_params)
@@ -121,6 +115,30 @@ def _build(
         return values, policies, report
 
     return program
+
+
+def kernel_step(
+    plan: SolvePlan, kernel: Callable[..., Any], *, sharding: NamedSharding | None = None
+) -> Callable[..., tuple[jax.Array, dict[str, jax.Array], jax.Array]]:
+    """Return ``step(next_value, params, grid_points, period, age) -> (V, policy, flags)``.
+
+    The loop action's policy is -1 where the search located no point: those states are counted
+    (``checks.value_flags``) and their index set to 0.
+    """
+
+    def step(next_value: Any, params: Any, grid_points: Any, period: Any, age: Any) -> Any:
+        value, policy = kernel(next_value, params, grid_points, period, age)
+        unlocated = jnp.zeros((), dtype=jnp.int32)
+        if plan.loop_action is not None:
+            loop_policy = policy[plan.loop_action]
+            unlocated = jnp.sum((loop_policy < 0) & ~jnp.isnan(value), dtype=jnp.int32)
+            policy = policy | {plan.loop_action: jnp.maximum(loop_policy, 0)}
+        if sharding is not None:
+            value = jax.lax.with_sharding_constraint(value, sharding)
+            policy = jax.lax.with_sharding_constraint(policy, sharding)
+        return value, policy, value_flags(value, unlocated=unlocated)
+
+    return step
 
 
 def _segments(kernels: tuple[str, ...]) -> list[tuple[str, int, int]]:

@@ -16,7 +16,12 @@ import jax.numpy as jnp
 from project.grids import Grid, code_combinations
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
 from project.shocks import shock_tables
-from project.solver.expectation import ExpectationPlan, build_contraction, prepare_next_value
+from project.solver.expectation import (
+    ExpectationPlan,
+    build_contraction,
+    for_actions,
+    prepare_next_value,
+)
 from project.solver.interpolation import interpolate_value
 from project.solver.sweep import compose, sweep, weighted_sum
 
@@ -84,6 +89,7 @@ def build_q_function(
                 feasible = feasible & out[constraint]
             if not continuation:
                 return jnp.where(feasible, out["utility"], -jnp.inf)
+            reading = for_actions(model, expected, env_action)
 
             def outcome_value(
                 codes: jnp.ndarray, shocks: dict[str, jnp.ndarray] | None = None
@@ -93,7 +99,7 @@ def build_q_function(
                 env_outcome |= shocks or {}
                 next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
                 return interpolate_value(
-                    values=expected,
+                    values=reading,
                     axes=remaining_axes,
                     next_states=next_states | outcomes,
                     grid_points=grid_points,

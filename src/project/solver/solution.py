@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -31,6 +31,10 @@ class Solution:
     log-sum over the discrete choices of each choice's best value, and the policy is the most
     likely discrete choice with the best continuous actions given it. The discrete choices are
     the combinations of the discrete actions, flattened in C order (``choice_codes``).
+
+    ``continuation(period)``, where given, returns the array the period's Q reads as next
+    period's V (a regime's mix of every regime's V, ``project.regimes``); by default that is
+    ``values[period + 1]`` (zeros after the last period).
     """
 
     method = "grid"
@@ -40,6 +44,15 @@ class Solution:
     values: jax.Array
     policies: Mapping[str, jax.Array]
     kernels: tuple[str, ...] = field(default=())
+    continuation: Callable[[int], jax.Array] | None = field(default=None, repr=False)
+
+    def next_value(self, period: int) -> jax.Array:
+        """Return what Q of ``period`` reads as next period's V (see ``continuation``)."""
+        if self.continuation is not None:
+            return self.continuation(period)
+        if period == self.model.n_periods - 1:
+            return jnp.zeros_like(self.values[period])
+        return self.values[period + 1]
 
     @classmethod
     def from_periods(

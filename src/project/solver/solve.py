@@ -32,6 +32,9 @@ from project.errors import ModelSpecificationError
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
+from project.regimes.solution import RegimeSolution
+from project.regimes.solve import solve_regimes
+from project.regimes.spec import RegimeModel
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import (
     KnownFacts,
@@ -59,13 +62,13 @@ _DEVICE_PARAMS: weakref.WeakKeyDictionary[Model, tuple[str, Any, Any]] = weakref
 
 def solve(
     *,
-    model: Model,
+    model: Model | RegimeModel,
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
     devices: Sequence[Any] | None = None,
     exploit_structure: bool = True,
     method: str | None = None,
-) -> Solution | EGMSolution:
+) -> Solution | EGMSolution | RegimeSolution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
     States marked ``distributed`` are sharded over all devices (see ``project.devices``); V
@@ -84,8 +87,19 @@ def solve(
     on the state and action grids) or None, the default: "egm" or "dcegm" where the model admits
     it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
     returned solution's ``method`` says which ran.
+
+    A ``project.regimes.RegimeModel`` is solved regime by regime in one program (one method for
+    every regime) and returns a ``RegimeSolution``.
     """
     check_log_level(log_level)
+    if isinstance(model, RegimeModel):
+        return solve_regimes(
+            model=model,
+            params=params,
+            log_level=log_level,
+            exploit_structure=exploit_structure,
+            method=method,
+        )
     if choose_method(model, method=method) in ("egm", "dcegm"):
         return solve_egm(model=model, params=params, log_level=log_level)
     plan = plan_for(model) if exploit_structure else general_plan(model)

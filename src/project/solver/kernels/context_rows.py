@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 
 from project.model.spec import transition_target
+from project.solver.expectation import for_actions
 from project.solver.interpolation import interpolate_value
 from project.solver.plan import SolvePlan
 from project.solver.q import joint_probabilities
@@ -41,7 +42,7 @@ def build_row_function(plan: SolvePlan) -> RowFunction:
     kept_sizes = [model.states[s].n_points for s in kept]
 
     def row(env: dict[str, Any], part: jnp.ndarray) -> jnp.ndarray:
-        values = jnp.moveaxis(part, position, -1)
+        values = jnp.moveaxis(for_actions(model, part, env), position, -1)
 
         def outcome_row(codes: jnp.ndarray) -> jnp.ndarray:
             outcomes = {s: codes[i] for i, s in enumerate(kept)}

@@ -1,0 +1,167 @@
+"""The default life-cycle model restated as regimes: working, retired and dead.
+
+The same economics as ``lifecycle.build_model`` without the states and choices a phase does not
+have. *Working* (states: preference type, Markov income, wealth; actions: retire or work,
+consumption) earns ``wage * exp(income node)`` and may retire (mandatorily from
+``mandatory_retirement_age``); choosing to retire moves the household to *retired* next period
+(states: type, wealth; action: consumption), which lives on its pension. *Dead* is terminal with
+value 0 (no bequest motive).
+
+Survival: with ``survival=True`` a household alive at age ``a`` dies before the next period
+with the Gompertz probability ``min(1, exp(mortality_intercept + mortality_slope * a))``: at the
+default params 0.5 % at 50, 2.4 % at 70 and 5.5 % at 80, near US period life tables
+for men (an estimation from the SSA tables may replace it). With ``survival=False`` nobody dies,
+and V of working and retired households equals the single-regime model's V at lagged retirement
+"working" and "retired" (``tests/test_regimes.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+
+from project.grids import DiscreteGrid, LinSpacedGrid, categories
+from project.model import Model
+from project.models.iid_income import savings_grid
+from project.models.ijrs import RetirementStatus, borrowing_constraint, working
+from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
+from project.models.lifecycle import (
+    DEFAULT_PARAMS,
+    PreferenceType,
+    labor_income,
+    mandatory_retirement,
+    next_pref_type,
+    next_wealth,
+    utility,
+)
+from project.regimes import RegimeModel, TerminalRegime
+
+REGIMES = ("working", "retired", "dead")
+MORTALITY_PARAMS = {"mortality_intercept": -9.44, "mortality_slope": 0.0828}
+
+
+def default_params(*, survival: bool = True) -> dict[str, Any]:
+    """Return the single-regime model's default params (and the mortality params)."""
+    return dict(DEFAULT_PARAMS) | (MORTALITY_PARAMS if survival else {})
+
+
+def build_model(
+    *,
+    n_wealth: int = 100,
+    n_consumption: int = 100,
+    n_income: int = 5,
+    n_periods: int = 30,
+    start_age: int = 50,
+    n_savings: int | None = None,
+    taste_shocks: bool = False,
+    survival: bool = True,
+) -> RegimeModel:
+    """Return the life-cycle model as regimes (grids and options as ``lifecycle.build_model``)."""
+    ages = range(start_age, start_age + n_periods)
+    wealth = LinSpacedGrid(start=0.2, stop=20, n_points=n_wealth, name="wealth")
+    consumption = LinSpacedGrid(start=0.05, stop=20, n_points=n_consumption, name="consumption")
+    types = DiscreteGrid(PreferenceType)
+    savings = None if n_savings is None else savings_grid(n_points=n_savings, stop=20)
+
+    def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
+        return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
+
+    def income_transition(income: jnp.ndarray, income_rho: jnp.ndarray) -> jnp.ndarray:
+        return rouwenhorst_matrix(n_nodes=n_income, rho=income_rho)[income]
+
+    working_regime = Model(
+        name="working",
+        states={
+            "pref_type": types,
+            "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
+            "wealth": wealth,
+        },
+        actions={"retirement": DiscreteGrid(RetirementStatus), "consumption": consumption},
+        functions={
+            "utility": utility,
+            "working": working,
+            "income_nodes": income_nodes,
+            "labor_income": labor_income,
+            "next_wealth": next_wealth,
+            "next_pref_type": next_pref_type,
+        },
+        constraints={
+            "borrowing_constraint": borrowing_constraint,
+            "mandatory_retirement": mandatory_retirement,
+        },
+        stochastic_transitions={"income": income_transition},
+        ages=ages,
+        param_shapes={"disutility_of_work": (2,)},
+        post_decision_grid=savings,
+        taste_shocks=taste_shocks,
+    )
+    retired_regime = Model(
+        name="retired",
+        states={"pref_type": types, "wealth": wealth},
+        actions={"consumption": consumption},
+        functions={
+            "utility": retired_utility,
+            "next_wealth": retired_next_wealth,
+            "next_pref_type": next_pref_type,
+        },
+        constraints={"borrowing_constraint": borrowing_constraint},
+        ages=ages,
+        post_decision_grid=savings,
+    )
+    if survival:
+        transitions = {"working": working_transition, "retired": retired_transition}
+    else:
+        transitions = {"working": working_transition_immortal, "retired": lambda: {"retired": 1.0}}
+    return RegimeModel(
+        name="lifecycle_regimes",
+        regimes={"working": working_regime, "retired": retired_regime, "dead": TerminalRegime()},
+        transitions=transitions,
+    )
+
+
+def survival_probability(
+    age: jnp.ndarray, mortality_intercept: jnp.ndarray, mortality_slope: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the probability of living to the next period (Gompertz mortality)."""
+    return 1 - jnp.minimum(1.0, jnp.exp(mortality_intercept + mortality_slope * age))
+
+
+def working_transition(
+    retirement: jnp.ndarray,
+    age: jnp.ndarray,
+    mortality_intercept: jnp.ndarray,
+    mortality_slope: jnp.ndarray,
+) -> dict[str, jnp.ndarray]:
+    """Return next period's regime: retirement moves to "retired", death to "dead"."""
+    alive = survival_probability(age, mortality_intercept, mortality_slope)
+    return {
+        "working": alive * (1 - retirement),
+        "retired": alive * retirement,
+        "dead": 1 - alive,
+    }
+
+
+def working_transition_immortal(retirement: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return next period's regime without mortality: "retired" after retiring."""
+    return {"working": 1.0 - retirement, "retired": 1.0 * retirement}
+
+
+def retired_transition(
+    age: jnp.ndarray, mortality_intercept: jnp.ndarray, mortality_slope: jnp.ndarray
+) -> dict[str, jnp.ndarray]:
+    """Return next period's regime of a retiree: retired while alive."""
+    alive = survival_probability(age, mortality_intercept, mortality_slope)
+    return {"retired": alive, "dead": 1 - alive}
+
+
+def retired_utility(consumption: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return CRRA utility of consumption (no work, no disutility)."""
+    return consumption ** (1 - crra) / (1 - crra)
+
+
+def retired_next_wealth(
+    wealth: jnp.ndarray, consumption: jnp.ndarray, pension: jnp.ndarray, r: jnp.ndarray
+) -> jnp.ndarray:
+    """Return savings with interest plus the pension."""
+    return (1 + r) * (wealth - consumption) + pension

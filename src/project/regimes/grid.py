@@ -1,0 +1,252 @@
+"""Solve a model with regimes on its grids: every regime's kernels in one compiled program.
+
+Backwards over periods (one ``lax.scan``), each regime's period is solved by the kernel its own
+structure allows (``solver.plan``: general, row, lattice; the shift kernel where its slope is 1
+for all params), reading next period through its continuation ``W_r``
+(``continuation.py``). The last period reads zeros, as a plain model's does. The program returns
+per regime V and the policy of every period, and one small int32 report per regime: the NaN/Inf
+flags, the stochastic transitions' checks and the regime transition's checks, read back once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project.errors import InvalidTransitionError
+from project.model.params import pack_params, params_on_host, unpack_params
+from project.points import float_dtype
+from project.regimes.continuation import CHECK_COLUMNS, RegimeContinuation
+from project.regimes.spec import RegimeModel
+from project.solver.checks import LogLevel, check_log_level, report_flags
+from project.solver.facts import fact_columns, program_facts
+from project.solver.grid_cache import grid_points_of
+from project.solver.kernels import build_kernel
+from project.solver.plan import SolvePlan, general_plan, plan_for
+from project.solver.program import FLAG_COLUMNS, action_block, kernel_step
+from project.solver.selection import choose_kernels, log_kernels
+from project.solver.solution import Solution
+from project.solver.transitions import raise_for_invalid_transitions
+
+logger = logging.getLogger("project.solver")
+
+_PROGRAMS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def regime_grid_points(model: RegimeModel) -> dict[str, jax.Array]:
+    """Return the grid points of every state and action of every regime (one grid per name)."""
+    points: dict[str, jax.Array] = {}
+    for view in model.regimes.values():
+        points |= grid_points_of(view)
+    return points
+
+
+def solve_on_grid(
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    log_level: LogLevel = "warning",
+    exploit_structure: bool = True,
+) -> dict[str, Solution]:
+    """Solve every regime of ``model`` on its grids; return each regime's ``Solution``."""
+    check_log_level(log_level)
+    host_params = params_on_host(model=model, params=params)
+    flat = pack_params(host_params)
+    plans = {
+        r: plan_for(v) if exploit_structure else general_plan(v) for r, v in model.regimes.items()
+    }
+    choices = {r: choose_kernels(plan, unit_slope=None) for r, plan in plans.items()}
+    names = {r: _one_kernel(c) for r, c in choices.items()}
+    points = regime_grid_points(model)
+    started = time.perf_counter()
+    values, policies, reports = _program(model, plans, names)(jax.device_put(flat), points)
+    tables = {r: np.asarray(report) for r, report in reports.items()}
+    solutions: dict[str, Solution] = {}
+    continuation = solution_continuation(model, solutions=solutions, params=host_params)
+    for regime, view in model.regimes.items():
+        solutions[regime] = Solution(
+            model=view,
+            params=host_params,
+            values=values[regime],
+            policies=policies[regime],
+            kernels=tuple(c.name for c in choices[regime]),
+            continuation=lambda period, regime=regime: continuation(regime, period),
+        )
+    if log_level != "off":
+        for regime, table in tables.items():
+            _check_report(model, regime, table, plan=plans[regime], params=host_params)
+            report_flags(
+                table[:, : len(FLAG_COLUMNS)],
+                log_level=log_level,
+                describe=lambda period, regime=regime: f"Regime {regime!r}.",
+            )
+    if log_level in ("progress", "debug"):
+        for regime, plan in plans.items():
+            logger.info("Regime %r:", regime)
+            log_kernels(plan, choices[regime])
+        logger.info(
+            "Solved %r (%d regimes) on the grids: %d periods in %.3f s.",
+            model.name,
+            len(model.regimes),
+            model.n_periods,
+            time.perf_counter() - started,
+        )
+    return solutions
+
+
+def solution_continuation(
+    model: RegimeModel, *, solutions: Mapping[str, Solution], params: Mapping[str, Any]
+) -> Callable[[str, int], jax.Array]:
+    """Return ``continuation(regime, period)``: ``W_r`` from the solved V of period + 1."""
+    forms = {r: RegimeContinuation(model, source=r) for r in model.regimes}
+    jitted = {
+        r: jax.jit(
+            lambda next_values, params, grid_points, period, age, form=form: form(
+                next_values, params=params, grid_points=grid_points, period=period, age=age
+            )[0]
+        )
+        for r, form in forms.items()
+    }
+
+    def continuation(regime: str, period: int) -> jax.Array:
+        dtype = float_dtype()
+        if period == model.n_periods - 1:
+            return jnp.zeros(forms[regime].shape, dtype)
+        next_values = {r: s.values[period + 1] for r, s in solutions.items()}
+        return jitted[regime](
+            next_values,
+            {k: jnp.asarray(v, dtype) for k, v in params.items()},
+            regime_grid_points(model),
+            jnp.int32(period),
+            jnp.asarray(model.ages[period], dtype),
+        )
+
+    return continuation
+
+
+def _one_kernel(choices: tuple[Any, ...]) -> str:
+    names = {c.name for c in choices}
+    if len(names) != 1:  # choose_kernels without slope facts picks one kernel for all periods
+        msg = f"expected one kernel for every period, got {sorted(names)}"
+        raise AssertionError(msg)
+    return names.pop()
+
+
+def _program(
+    model: RegimeModel, plans: Mapping[str, SolvePlan], names: Mapping[str, str]
+) -> Callable[..., Any]:
+    key = (tuple(names.items()), tuple(p.structure for p in plans.values()), str(float_dtype()))
+    programs = _PROGRAMS.setdefault(model, {})
+    if key not in programs:
+        programs[key] = jax.jit(_build(model, plans, names))
+    return programs[key]
+
+
+def _build(
+    model: RegimeModel, plans: Mapping[str, SolvePlan], names: Mapping[str, str]
+) -> Callable[..., Any]:
+    backend = jax.default_backend()
+    steps = {
+        r: kernel_step(
+            plan,
+            build_kernel(names[r], plan, block=action_block(plan, backend=backend), mesh=None),
+        )
+        for r, plan in plans.items()
+    }
+    forms = {r: RegimeContinuation(model, source=r) for r in model.regimes}
+    ages = np.asarray(model.ages, dtype=float_dtype())
+    n_periods = model.n_periods
+
+    def period_of(next_values: Any, params: Any, grid_points: Any, period: Any, age: Any) -> Any:
+        out = {}
+        for regime, form in forms.items():
+            if next_values is None:
+                continued = jnp.zeros(form.shape, ages.dtype)
+                checks = jnp.zeros((len(CHECK_COLUMNS),), jnp.int32)
+            else:
+                continued, checks = form(
+                    next_values, params=params, grid_points=grid_points, period=period, age=age
+                )
+            value, policy, flags = steps[regime](continued, params, grid_points, period, age)
+            out[regime] = (value, policy, jnp.concatenate([flags, checks]))
+        return out
+
+    def program(flat_params: jax.Array, grid_points: dict[str, jax.Array]) -> Any:
+        params = unpack_params(model=model, flat=flat_params)
+        last = period_of(None, params, grid_points, jnp.int32(n_periods - 1), jnp.asarray(ages[-1]))
+        stacked = jax.tree.map(lambda x: x[None], last)
+        if n_periods > 1:
+
+            def body(carry: Any, xs: Any) -> Any:
+                out = period_of(carry, params, grid_points, *xs)
+                return {r: o[0] for r, o in out.items()}, out
+
+            xs = (jnp.arange(n_periods - 1, dtype=jnp.int32), jnp.asarray(ages[:-1]))
+            carry = {r: o[0] for r, o in last.items()}
+            _, history = jax.lax.scan(body, carry, xs, reverse=True)
+            stacked = jax.tree.map(lambda h, s: jnp.concatenate([h, s]), history, stacked)
+        periods = jnp.arange(n_periods, dtype=jnp.int32)
+        reports = {}
+        for regime, (_, _, flags) in stacked.items():
+            facts = program_facts(
+                plans[regime],
+                params=params,
+                grid_points=grid_points,
+                periods=periods,
+                ages=jnp.asarray(ages),
+            )
+            columns = [flags, *(jnp.asarray(f, jnp.int32)[:, None] for f in facts)]
+            reports[regime] = jnp.concatenate(columns, axis=1)
+        values = {r: s[0] for r, s in stacked.items()}
+        policies = {r: s[1] for r, s in stacked.items()}
+        return values, policies, reports
+
+    return program
+
+
+def _check_report(
+    model: RegimeModel,
+    regime: str,
+    table: np.ndarray,
+    *,
+    plan: SolvePlan,
+    params: Mapping[str, Any],
+) -> None:
+    """Raise for failed regime-transition or state-transition checks of one regime."""
+    start = len(FLAG_COLUMNS)
+    checks = table[:, start : start + len(CHECK_COLUMNS)]
+    failed = np.argwhere(checks > 0)
+    if failed.size:
+        period, column = (int(i) for i in failed[0])
+        what = {
+            "negative": "gives a negative probability",
+            "sum": "gives probabilities that do not sum to one",
+            "unreachable": (
+                "gives a positive probability to a regime whose states this regime lacks "
+                "(its laws of motion cannot give them)"
+            ),
+        }[CHECK_COLUMNS[column]]
+        msg = (
+            f"Model {model.name!r}: the regime transition of {regime!r} {what} in period "
+            f"{period} (age {model.ages[period]:g}). Regimes are {list(model.regime_names)}; "
+            "check the transition function and its params."
+        )
+        raise InvalidTransitionError(msg)
+    facts = table[:, start + len(CHECK_COLUMNS) :]
+    valid = [i for i, c in enumerate(fact_columns(plan)) if c.startswith("valid:")]
+    if valid and not facts[:, valid].all():
+        view = model.regimes[regime]
+        raise_for_invalid_transitions(
+            view,
+            params={k: jnp.asarray(v) for k, v in params.items()},
+            grid_points=grid_points_of(view),
+        )

@@ -1,0 +1,226 @@
+"""Models with regimes: oracles against single-regime models, the API, and bad statements.
+
+Oracles: (1) one regime that dies with a constant probability 1 - s (value 0 when dead) is the
+same model with discount factor beta·s; (2) the default life-cycle model restated as working,
+retired and dead regimes, without mortality, has the single-regime model's V at lagged
+retirement "working" and "retired" (the retiree's V does not depend on income).
+"""
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from project import solve
+from project.errors import InvalidStatesError, InvalidTransitionError, ModelSpecificationError
+from project.grids import DiscreteGrid, LinSpacedGrid
+from project.model import Model
+from project.models import ijrs, lifecycle, lifecycle_regimes, precautionary
+from project.regimes import RegimeModel, TerminalRegime
+
+SURVIVAL = 0.9
+SMALL = {"n_wealth": 30, "n_consumption": 40, "n_periods": 6}
+
+
+def log_utility(consumption):
+    return jnp.log(consumption)
+
+
+def mortal(model: Model) -> RegimeModel:
+    return RegimeModel(
+        name="mortal",
+        regimes={"alive": model, "dead": TerminalRegime()},
+        transitions={"alive": lambda survival: {"alive": survival, "dead": 1 - survival}},
+    )
+
+
+@pytest.mark.parametrize("module", [precautionary, ijrs])
+def test_constant_survival_is_a_lower_discount_factor(x64, module):
+    model = module.build_model()
+    params = module.DEFAULT_PARAMS
+    solution = solve(model=mortal(model), params=params | {"survival": SURVIVAL}, method="grid")
+    reference = solve(
+        model=model, params=params | {"beta": params["beta"] * SURVIVAL}, method="grid"
+    )
+    alive = solution.solution("alive")
+    np.testing.assert_allclose(alive.values, reference.values, rtol=0, atol=1e-12)
+    for action, policy in reference.policies.items():
+        np.testing.assert_array_equal(alive.policies[action], policy)
+    states = {
+        s: np.array([0, 1, 1]) if g.is_discrete else np.array([2.25, 5.5, 7.125])
+        for s, g in model.states.items()
+    }
+    for period in (0, model.n_periods - 1):
+        np.testing.assert_allclose(
+            solution.value(period=period, regime="alive", states=states),
+            reference.value(period=period, states=states),
+            rtol=0,
+            atol=1e-12,
+        )
+
+
+@pytest.fixture(scope="module")
+def restated():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        single = solve(
+            model=lifecycle.build_model(**SMALL), params=lifecycle.DEFAULT_PARAMS, method="grid"
+        )
+        regimes = solve(
+            model=lifecycle_regimes.build_model(**SMALL, survival=False),
+            params=lifecycle_regimes.default_params(survival=False),
+            method="grid",
+        )
+        yield single, regimes
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_restated_default_model_reproduces_the_single_regime_value(restated):
+    single, regimes = restated
+    values = np.asarray(single.values)  # (period, type, lagged retirement, income, wealth)
+    working = np.asarray(regimes.solution("working").values)  # (period, type, income, wealth)
+    retired = np.asarray(regimes.solution("retired").values)  # (period, type, wealth)
+    np.testing.assert_allclose(working, values[:, :, 0], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        np.broadcast_to(retired[:, :, None, :], values[:, :, 1].shape),
+        values[:, :, 1],
+        rtol=0,
+        atol=1e-12,
+    )
+
+
+def test_restated_default_model_reproduces_the_single_regime_policy(restated):
+    single, regimes = restated
+    working = regimes.solution("working").policies
+    retired = regimes.solution("retired").policies
+    for action in ("retirement", "consumption"):
+        np.testing.assert_array_equal(working[action], np.asarray(single.policies[action])[:, :, 0])
+    consumption = np.asarray(single.policies["consumption"])[:, :, 1]
+    np.testing.assert_array_equal(
+        np.broadcast_to(np.asarray(retired["consumption"])[:, :, None], consumption.shape),
+        consumption,
+    )
+
+
+def test_regime_solution_evaluates_each_regime_and_terminal_values(restated):
+    _, regimes = restated
+    states = {"pref_type": ["work_loving", "leisure_loving"], "wealth": [3.0, 7.5]}
+    assert regimes.value(period=2, regime="retired", states=states).shape == (2,)
+    assert regimes.value(period=2, regime="dead", states={}) == 0.0
+    with pytest.raises(InvalidStatesError, match="reads \\[\\], not \\['wealth'\\]"):
+        regimes.value(period=2, regime="dead", states={"wealth": [1.0, 2.0]})
+    with pytest.raises(ModelSpecificationError, match="terminal"):
+        regimes.policy(period=0, regime="dead", states={})
+    with pytest.raises(ModelSpecificationError, match="no regime 'retird'"):
+        regimes.value(period=0, regime="retird", states=states)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad statements and transitions
+# ---------------------------------------------------------------------------------------------
+
+
+def two_regimes(transition, *, retired_states=None, terminal=None, **other):
+    working = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=3)
+    states = retired_states or {"wealth": working.states["wealth"]}
+    retired = Model(
+        name="retired",
+        states=states,
+        actions={"consumption": working.actions["consumption"]},
+        functions={
+            "utility": log_utility,
+            **{f"next_{s}": (lambda wealth, consumption: wealth - consumption) for s in states},
+        },
+        constraints={"budget": lambda consumption, wealth: consumption <= wealth},
+        n_periods=other.pop("retired_periods", 3),
+    )
+    regimes = {"working": working, "retired": retired, "dead": terminal or TerminalRegime()}
+    transitions = {"working": transition, "retired": lambda: {"retired": 1.0}} | other
+    return RegimeModel(name="two", regimes=regimes, transitions=transitions)
+
+
+@pytest.mark.parametrize(
+    ("build", "match"),
+    [
+        (lambda: two_regimes(lambda: {"retird": 1.0}), "unknown regimes \\['retird'\\]"),
+        (lambda: two_regimes(lambda: {"working": 1.0}, dead=lambda: 1), "terminal"),
+        (lambda: two_regimes(lambda: {"working": 1.0}, gone=lambda: 1), "unknown regimes"),
+        (lambda: two_regimes(lambda wealth: {"working": wealth}), "continuous \\['wealth'\\]"),
+        (lambda: two_regimes(lambda consumption: {"dead": consumption}), "continuous"),
+        (lambda: two_regimes(lambda: jnp.ones(2)), "probability vector of length 3"),
+        (lambda: two_regimes(lambda: {"working": jnp.ones(2)}), "not scalars"),
+        (lambda: two_regimes(lambda: {"working": 1.0}, retired_periods=4), "same horizon"),
+        (
+            lambda: two_regimes(
+                lambda: {"retired": 1.0},
+                retired_states={"wealth": LinSpacedGrid(start=1, stop=300, n_points=10)},
+            ),
+            "state 'wealth' has the grid",
+        ),
+        (
+            lambda: two_regimes(
+                lambda: {"retired": 1.0},
+                retired_states={
+                    "wealth": ijrs.build_model(n_wealth=10).states["wealth"],
+                    "health": DiscreteGrid(ijrs.RetirementStatus),
+                },
+            ),
+            "needs the states \\['health'\\] that 'working' lacks",
+        ),
+        (
+            lambda: two_regimes(
+                lambda: {"dead": 1.0}, terminal=TerminalRegime(value=lambda health: health)
+            ),
+            "",
+        ),
+    ],
+)
+def test_bad_regime_statements_raise_naming_the_culprit(build, match):
+    if match == "":  # a terminal value may read a name no regime has: it is a parameter
+        assert "health" in build().params_template
+        return
+    with pytest.raises(ModelSpecificationError, match=match):
+        build()
+
+
+def test_a_regime_without_a_transition_is_refused():
+    working = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=3)
+    with pytest.raises(ModelSpecificationError, match="no regime transition"):
+        RegimeModel(name="x", regimes={"working": working}, transitions={})
+
+
+def test_a_regime_without_a_law_of_motion_names_the_state():
+    with pytest.raises(ModelSpecificationError, match="no law of motion"):
+        Model(
+            name="retired",
+            states={"wealth": LinSpacedGrid(start=1, stop=10, n_points=5)},
+            actions={"consumption": LinSpacedGrid(start=1, stop=10, n_points=5)},
+            functions={"utility": log_utility},
+            n_periods=3,
+        )
+
+
+@pytest.mark.parametrize(
+    ("transition", "match"),
+    [
+        (lambda: {"working": 0.5, "retired": 0.6}, "do not sum to one"),
+        (lambda: {"working": 1.5, "retired": -0.5}, "negative probability"),
+        (lambda: jnp.int32(7), "do not sum to one"),
+    ],
+)
+def test_bad_regime_probabilities_raise_at_solve(transition, match):
+    model = two_regimes(transition)
+    with pytest.raises(InvalidTransitionError, match=match):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid")
+
+
+def test_moving_to_a_regime_whose_states_the_source_lacks_raises_at_solve():
+    health = DiscreteGrid(ijrs.RetirementStatus)
+    wealth = ijrs.build_model(n_wealth=10).states["wealth"]
+    model = two_regimes(
+        lambda: jnp.asarray([0.5, 0.5, 0.0]), retired_states={"wealth": wealth, "health": health}
+    )
+    with pytest.raises(InvalidTransitionError, match="whose states this regime lacks"):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid")
