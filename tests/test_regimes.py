@@ -224,3 +224,95 @@ def test_moving_to_a_regime_whose_states_the_source_lacks_raises_at_solve():
     )
     with pytest.raises(InvalidTransitionError, match="whose states this regime lacks"):
         solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid")
+
+
+# ---------------------------------------------------------------------------------------------
+# DC-EGM with regimes
+# ---------------------------------------------------------------------------------------------
+
+
+def test_egm_constant_survival_is_a_lower_discount_factor(x64):
+    from project.models import iid_income
+
+    model = iid_income.build_model(n_savings=200, n_income=2)
+    params = iid_income.DEFAULT_PARAMS
+    solution = solve(model=mortal(model), params=params | {"survival": SURVIVAL})
+    reference = solve(model=model, params=params | {"beta": params["beta"] * SURVIVAL})
+    assert solution.method == reference.method == "egm"
+    for name, array in solution.solution("alive").arrays._asdict().items():
+        np.testing.assert_allclose(
+            array, getattr(reference.arrays, name), rtol=1e-13, atol=1e-13, err_msg=name
+        )
+
+
+def test_dcegm_restated_default_model_reproduces_the_single_regime_value(x64):
+    shape = {"n_periods": 6, "start_age": 66, "n_income": 3, "n_savings": 100}
+    params = lifecycle.DEFAULT_PARAMS | {"taste_shock_scale": 0.01}
+    single = solve(model=lifecycle.build_model(**shape, taste_shocks=True), params=params)
+    regimes = solve(
+        model=lifecycle_regimes.build_model(**shape, taste_shocks=True, survival=False),
+        params=params,
+    )
+    assert regimes.method == single.method == "dcegm"
+    wealth = np.linspace(0.5, 15.0, 30)
+    for period in range(6):
+        for kind, lag in (("working", 0), ("retired", 1)):
+            for typ in (0, 1):
+                for income in range(3):
+                    states = {"pref_type": typ, "income": income, "wealth": wealth}
+                    expected = single.value(
+                        period=period, states=states | {"lagged_retirement": lag}
+                    )
+                    if kind == "retired":
+                        states = {"pref_type": typ, "wealth": wealth}
+                    got = regimes.value(period=period, regime=kind, states=states)
+                    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+
+
+def test_dcegm_and_the_grid_solver_agree_with_mortality_and_bequests(x64):
+    """Tolerances as in test_dcegm: a wealth step h plus a consumption step dc of consumption.
+
+    Consumption is compared where both solvers' likeliest retirement choice is the same; near
+    indifference it may differ, which the probabilities' tolerance (0.05) bounds.
+    """
+    from project.grids import code_combinations
+
+    shape = {"n_periods": 6, "start_age": 66, "n_income": 3}
+    params = lifecycle_regimes.default_params(bequest=True) | {"taste_shock_scale": 0.05}
+    options = {"taste_shocks": True, "bequest": True}
+    fine = solve(
+        model=lifecycle_regimes.build_model(**shape, n_savings=400, **options), params=params
+    )
+    grid = solve(
+        model=lifecycle_regimes.build_model(**shape, n_wealth=200, n_consumption=1000, **options),
+        params=params,
+        method="grid",
+    )
+    assert fine.method == "dcegm"
+    h, dc = 19.8 / 199, 19.95 / 999
+    wealth = np.linspace(2.0, 15.0, 40)
+    for period in range(5):
+        for regime, names, sizes in (
+            ("working", ("pref_type", "income"), [2, 3]),
+            ("retired", ("pref_type",), [2]),
+        ):
+            for row in code_combinations(sizes):
+                states = {k: np.full(wealth.shape, v) for k, v in zip(names, row, strict=True)}
+                states["wealth"] = wealth
+                ours = fine.policy(period=period, regime=regime, states=states)
+                theirs = grid.policy(period=period, regime=regime, states=states)
+                same = ours.get("retirement", 0) == theirs.get("retirement", 0)
+                assert np.mean(same) > 0.9
+                gap = np.abs(ours["consumption"] - theirs["consumption"])
+                assert gap[same].max() <= h + dc
+                gap = np.abs(
+                    fine.value(period=period, regime=regime, states=states)
+                    - grid.value(period=period, regime=regime, states=states)
+                )
+                assert (gap <= (h + dc) / 2 / ours["consumption"] ** 2).all()
+                if regime == "working":
+                    np.testing.assert_allclose(
+                        fine.choice_probabilities(period=period, regime=regime, states=states),
+                        grid.choice_probabilities(period=period, regime=regime, states=states),
+                        atol=0.05,
+                    )

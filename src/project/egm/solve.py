@@ -80,7 +80,7 @@ def solve_egm(
     )
     solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
     if checks:
-        _check_report(solution, table)
+        check_report(solution, table)
     if log_level in ("progress", "debug"):
         logger.info(
             "Solved %r by %s: %d periods on %d savings points in %.3f s (at most %d runs of "
@@ -200,7 +200,8 @@ def _context(structure: Any, codes: np.ndarray, choice: np.ndarray | None = None
     return " (" + ", ".join(f"{name}={int(code)}" for name, code in pairs) + ")"
 
 
-def _check_report(solution: EGMSolution, report: np.ndarray) -> None:
+def check_report(solution: EGMSolution, report: np.ndarray) -> None:
+    """Raise for the failures an EGM solve's report records (period by period)."""
     model = solution.model
     failed = {column: np.flatnonzero(report[:, i]) for i, column in enumerate(REPORT_COLUMNS)}
     if failed["inverse_marginal_residual"].size:

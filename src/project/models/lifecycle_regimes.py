@@ -9,10 +9,12 @@ value 0 (no bequest motive).
 
 Survival: with ``survival=True`` a household alive at age ``a`` dies before the next period
 with the Gompertz probability ``min(1, exp(mortality_intercept + mortality_slope * a))``: at the
-default params 0.5 % at 50, 2.4 % at 70 and 5.5 % at 80, near US period life tables
+default params 0.5 % at 50, 2.6 % at 70 and 5.9 % at 80, near US period life tables
 for men (an estimation from the SSA tables may replace it). With ``survival=False`` nobody dies,
 and V of working and retired households equals the single-regime model's V at lagged retirement
-"working" and "retired" (``tests/test_regimes.py``).
+"working" and "retired" (``tests/test_regimes.py``). ``bequest=True`` gives the dead the value
+of a warm-glow bequest ``bequest_weight * (wealth + bequest_shift)^(1 - crra) / (1 - crra)`` of
+the wealth they leave.
 """
 
 from __future__ import annotations
@@ -39,11 +41,16 @@ from project.regimes import RegimeModel, TerminalRegime
 
 REGIMES = ("working", "retired", "dead")
 MORTALITY_PARAMS = {"mortality_intercept": -9.44, "mortality_slope": 0.0828}
+BEQUEST_PARAMS = {"bequest_weight": 2.0, "bequest_shift": 1.0}
 
 
-def default_params(*, survival: bool = True) -> dict[str, Any]:
-    """Return the single-regime model's default params (and the mortality params)."""
-    return dict(DEFAULT_PARAMS) | (MORTALITY_PARAMS if survival else {})
+def default_params(*, survival: bool = True, bequest: bool = False) -> dict[str, Any]:
+    """Return the single-regime model's default params (and mortality and bequest params)."""
+    return (
+        dict(DEFAULT_PARAMS)
+        | (MORTALITY_PARAMS if survival else {})
+        | (BEQUEST_PARAMS if bequest else {})
+    )
 
 
 def build_model(
@@ -56,6 +63,7 @@ def build_model(
     n_savings: int | None = None,
     taste_shocks: bool = False,
     survival: bool = True,
+    bequest: bool = False,
 ) -> RegimeModel:
     """Return the life-cycle model as regimes (grids and options as ``lifecycle.build_model``)."""
     ages = range(start_age, start_age + n_periods)
@@ -115,7 +123,11 @@ def build_model(
         transitions = {"working": working_transition_immortal, "retired": lambda: {"retired": 1.0}}
     return RegimeModel(
         name="lifecycle_regimes",
-        regimes={"working": working_regime, "retired": retired_regime, "dead": TerminalRegime()},
+        regimes={
+            "working": working_regime,
+            "retired": retired_regime,
+            "dead": TerminalRegime(value=bequest_value if bequest else None),
+        },
         transitions=transitions,
     )
 
@@ -165,3 +177,10 @@ def retired_next_wealth(
 ) -> jnp.ndarray:
     """Return savings with interest plus the pension."""
     return (1 + r) * (wealth - consumption) + pension
+
+
+def bequest_value(
+    wealth: jnp.ndarray, crra: jnp.ndarray, bequest_weight: jnp.ndarray, bequest_shift: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the warm-glow value of leaving ``wealth``."""
+    return bequest_weight * (wealth + bequest_shift) ** (1 - crra) / (1 - crra)

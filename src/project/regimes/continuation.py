@@ -27,7 +27,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from project.errors import InvalidTransitionError
 from project.points import float_dtype
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, missing_states
 from project.solver.sweep import compose, sweep
@@ -135,14 +137,44 @@ class RegimeContinuation:
         return total, self.checks(probabilities)
 
     def checks(self, probabilities: jnp.ndarray) -> jnp.ndarray:
-        """Return int32 flags: negative probability, bad sum, mass on an unreachable regime."""
-        n = probabilities.shape[-1]
-        tolerance = SUM_TOLERANCE_EPS * n * jnp.finfo(probabilities.dtype).eps
-        unreachable = jnp.asarray([not r for r in self.reachable])
-        return jnp.stack(
-            [
-                jnp.any(probabilities < 0),
-                jnp.any(jnp.abs(jnp.sum(probabilities, axis=-1) - 1) > tolerance),
-                jnp.any((probabilities > 0) & unreachable),
-            ]
-        ).astype(jnp.int32)
+        """Return the int32 flags ``CHECK_COLUMNS`` of these probabilities."""
+        return probability_checks(probabilities, reachable=self.reachable)
+
+
+def probability_checks(probabilities: jnp.ndarray, *, reachable: tuple[bool, ...]) -> jnp.ndarray:
+    """Return int32 flags: a negative probability, a bad sum, mass on an unreachable regime.
+
+    ``probabilities`` has the regimes along its last axis.
+    """
+    n = probabilities.shape[-1]
+    tolerance = SUM_TOLERANCE_EPS * n * jnp.finfo(probabilities.dtype).eps
+    unreachable = jnp.asarray([not r for r in reachable])
+    return jnp.stack(
+        [
+            jnp.any(probabilities < 0),
+            jnp.any(jnp.abs(jnp.sum(probabilities, axis=-1) - 1) > tolerance),
+            jnp.any((probabilities > 0) & unreachable),
+        ]
+    ).astype(jnp.int32)
+
+
+def raise_for_regime_checks(model: RegimeModel, regime: str, checks: np.ndarray) -> None:
+    """Raise ``InvalidTransitionError`` for the first failed check (rows: periods)."""
+    failed = np.argwhere(checks > 0)
+    if not failed.size:
+        return
+    period, column = (int(i) for i in failed[0])
+    what = {
+        "negative": "gives a negative probability",
+        "sum": "gives probabilities that do not sum to one",
+        "unreachable": (
+            "gives a positive probability to a regime whose states this regime lacks (its laws "
+            "of motion cannot give them)"
+        ),
+    }[CHECK_COLUMNS[column]]
+    msg = (
+        f"Model {model.name!r}: the regime transition of {regime!r} {what} in period {period} "
+        f"(age {model.ages[period]:g}). Regimes are {list(model.regime_names)}; check the "
+        "transition function and its params."
+    )
+    raise InvalidTransitionError(msg)

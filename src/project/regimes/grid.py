@@ -20,10 +20,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.errors import InvalidTransitionError
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.points import float_dtype
-from project.regimes.continuation import CHECK_COLUMNS, RegimeContinuation
+from project.regimes.continuation import (
+    CHECK_COLUMNS,
+    RegimeContinuation,
+    raise_for_regime_checks,
+)
 from project.regimes.spec import RegimeModel
 from project.solver.checks import LogLevel, check_log_level, report_flags
 from project.solver.facts import fact_columns, program_facts
@@ -223,24 +226,7 @@ def _check_report(
 ) -> None:
     """Raise for failed regime-transition or state-transition checks of one regime."""
     start = len(FLAG_COLUMNS)
-    checks = table[:, start : start + len(CHECK_COLUMNS)]
-    failed = np.argwhere(checks > 0)
-    if failed.size:
-        period, column = (int(i) for i in failed[0])
-        what = {
-            "negative": "gives a negative probability",
-            "sum": "gives probabilities that do not sum to one",
-            "unreachable": (
-                "gives a positive probability to a regime whose states this regime lacks "
-                "(its laws of motion cannot give them)"
-            ),
-        }[CHECK_COLUMNS[column]]
-        msg = (
-            f"Model {model.name!r}: the regime transition of {regime!r} {what} in period "
-            f"{period} (age {model.ages[period]:g}). Regimes are {list(model.regime_names)}; "
-            "check the transition function and its params."
-        )
-        raise InvalidTransitionError(msg)
+    raise_for_regime_checks(model, regime, table[:, start : start + len(CHECK_COLUMNS)])
     facts = table[:, start + len(CHECK_COLUMNS) :]
     valid = [i for i, c in enumerate(fact_columns(plan)) if c.startswith("valid:")]
     if valid and not facts[:, valid].all():

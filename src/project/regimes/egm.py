@@ -1,0 +1,187 @@
+"""Solve a model with regimes by (DC-)EGM: every regime's EGM step in one compiled program.
+
+Each regime is an ``EGMPeriod`` (``egm/period.py``) whose targets are all regimes: it reads the
+next period of every regime it may move to at the next states its own laws of motion give,
+weighted by its regime transition, and a terminal regime's value and slope in wealth directly.
+The Euler equation then holds in expectation over regimes: ``u'(c) = beta·E[sum_k P_k·a·V_k'(w')]``
+with ``V_k' = u_k'(c'_k)`` for a regime that is alive (envelope condition) and the value
+function's slope for a terminal one. Every regime needs EGM's structure (``egm/structure.py``)
+and its own savings grid; a regime without discrete actions is plain EGM, one with them DC-EGM.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project._xla import quick_compile_options
+from project.egm.envelope import WINDOW
+from project.egm.period import PAIR_FLAGS, EGMPeriod, Target
+from project.egm.program import REPORT_COLUMNS, period_report
+from project.egm.solution import EGMSolution
+from project.egm.solve import check_borrowing_limit, check_report
+from project.egm.structure import egm_structure
+from project.egm.utility import Utility
+from project.model.params import pack_params, params_on_host, unpack_params
+from project.points import float_dtype
+from project.regimes.continuation import (
+    CHECK_COLUMNS,
+    probability_checks,
+    raise_for_regime_checks,
+)
+from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView, missing_states
+from project.solver.checks import LogLevel, check_log_level
+from project.solver.sweep import compose
+
+logger = logging.getLogger("project.solver")
+
+_PROGRAMS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_WINDOWS: weakref.WeakKeyDictionary[RegimeModel, int] = weakref.WeakKeyDictionary()
+
+
+def solve_on_endogenous_grids(
+    *, model: RegimeModel, params: Mapping[str, Any], log_level: LogLevel = "warning"
+) -> dict[str, EGMSolution]:
+    """Solve every regime of ``model`` by (DC-)EGM; return each regime's ``EGMSolution``."""
+    check_log_level(log_level)
+    host_params = params_on_host(model=model, params=params)
+    savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
+    if log_level != "off":
+        for view in model.regimes.values():
+            check_borrowing_limit(
+                view, params=host_params, savings=np.asarray(savings[view.regime])
+            )
+    started = time.perf_counter()
+    device_params = jax.device_put(pack_params(host_params))
+    window = _WINDOWS.get(model, WINDOW)
+    arrays, reports = _program(model, window=window)(device_params, savings)
+    tables = {r: np.asarray(report) for r, report in reports.items()}
+    monotone = REPORT_COLUMNS.index("non_monotone")
+    runs = max(int(t[:, REPORT_COLUMNS.index("runs")].max()) for t in tables.values())
+    if any(t[:, monotone].any() for t in tables.values()):
+        window = max(runs, 2 * window)
+        _WINDOWS[model] = window
+        logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
+        arrays, reports = _program(model, window=window)(device_params, savings)
+        tables = {r: np.asarray(report) for r, report in reports.items()}
+    solutions = {}
+    for regime, view in model.regimes.items():
+        shape = egm_structure(view).discrete_shape
+        regime_arrays = jax.tree.map(
+            lambda x, shape=shape: x.reshape(model.n_periods, *shape, *x.shape[2:]),
+            arrays[regime],
+        )
+        solutions[regime] = EGMSolution(
+            model=view, params=host_params, arrays=regime_arrays, savings=savings[regime]
+        )
+        if log_level != "off":
+            table = tables[regime]
+            raise_for_regime_checks(model, regime, table[:, len(REPORT_COLUMNS) :])
+            check_report(solutions[regime], table[:, : len(REPORT_COLUMNS)])
+    if log_level in ("progress", "debug"):
+        logger.info(
+            "Solved %r (%d regimes) by endogenous grids: %d periods in %.3f s.",
+            model.name,
+            len(model.regimes),
+            model.n_periods,
+            time.perf_counter() - started,
+        )
+    return solutions
+
+
+def _program(model: RegimeModel, *, window: int) -> Callable[..., Any]:
+    programs = _PROGRAMS.setdefault(model, {})
+    key = (window, str(float_dtype()))
+    if key not in programs:
+        programs[key] = _build(model, window=window)
+    return programs[key]
+
+
+def regime_targets(model: RegimeModel, *, source: str) -> tuple[Target, ...]:
+    """Return every regime as a target of ``source``, in code order."""
+    targets = []
+    for name in model.regime_names:
+        reachable = not missing_states(model, source=source, target=name)
+        if name in model.terminal:
+            targets.append(Target(name=name, value=model.terminal[name].value, reachable=reachable))
+            continue
+        view = model.regimes[name]
+        structure = egm_structure(view)
+        targets.append(
+            Target(
+                name=name,
+                structure=structure,
+                utility=Utility(view, structure),
+                reachable=reachable,
+            )
+        )
+    return tuple(targets)
+
+
+def regime_probabilities(view: RegimeView) -> Callable[[dict[str, Any]], jnp.ndarray]:
+    """Return ``probabilities(env)``: the regime transition of ``view`` as a vector."""
+    transition = compose(view, [REGIME_TRANSITION])
+
+    def probabilities(env: dict[str, Any]) -> jnp.ndarray:
+        out = transition(env)[REGIME_TRANSITION]
+        return view.regime_probabilities(out).astype(float_dtype())
+
+    return probabilities
+
+
+def _build(model: RegimeModel, *, window: int) -> Callable[..., Any]:
+    periods = {
+        regime: EGMPeriod(
+            view,
+            window=window,
+            name=regime,
+            targets=regime_targets(model, source=regime),
+            probabilities=regime_probabilities(view),
+        )
+        for regime, view in model.regimes.items()
+    }
+    reachable = {r: tuple(t.reachable for t in period.targets) for r, period in periods.items()}
+    n_periods = model.n_periods
+
+    def program(flat_params: jax.Array, savings: dict[str, jax.Array]) -> Any:
+        params = unpack_params(model=model, flat=flat_params)
+
+        def step(carry: dict[str, Any], t: jnp.ndarray) -> Any:
+            out = {}
+            for regime, period in periods.items():
+                arrays, flags, probabilities = period.step(carry, t, params=params, savings=savings)
+                report = jnp.concatenate(
+                    [
+                        period_report(flags, arrays.feasible),
+                        probability_checks(probabilities, reachable=reachable[regime]),
+                    ]
+                )
+                out[regime] = (arrays, report)
+            return {r: o[0] for r, o in out.items()}, out
+
+        terminal = {}
+        for regime, period in periods.items():
+            arrays = period.terminal(savings[regime], params=params)
+            flags = jnp.zeros((*arrays.feasible.shape, PAIR_FLAGS), jnp.int32)
+            report = jnp.concatenate(
+                [period_report(flags, arrays.feasible), jnp.zeros(len(CHECK_COLUMNS), jnp.int32)]
+            )
+            terminal[regime] = (arrays, report)
+        carry = {r: o[0] for r, o in terminal.items()}
+        steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
+        _, history = jax.lax.scan(step, carry, steps, reverse=True)
+        stacked = jax.tree.map(
+            lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
+        )
+        return {r: s[0] for r, s in stacked.items()}, {r: s[1] for r, s in stacked.items()}
+
+    return jax.jit(program, compiler_options=quick_compile_options())
