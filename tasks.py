@@ -58,7 +58,9 @@ MODEL_SOURCES = [
 ]
 ENGINE_SOURCES = [
     *sorted(
-        p for folder in ("model", "solver", "egm", "models") for p in (SRC / folder).rglob("*.py")
+        p
+        for folder in ("model", "solver", "egm", "regimes", "models")
+        for p in (SRC / folder).rglob("*.py")
     ),
     *(
         SRC / name

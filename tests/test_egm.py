@@ -269,7 +269,7 @@ def test_non_concave_problem_reports_non_monotone_endogenous_grid(x64):
 def test_non_monotone_endogenous_grid_is_reported_where_and_why(x64):
     """A report flag for a non-monotone grid names period, savings and wealth, and the reason."""
     from project.egm.program import REPORT_COLUMNS
-    from project.egm.solve import _check_report
+    from project.egm.solve import check_report
 
     solution = solve(
         model=cake_model(n_savings=20), params={"beta": BETA, "crra": 2.0, "interest_factor": R}
@@ -282,7 +282,7 @@ def test_non_monotone_endogenous_grid_is_reported_where_and_why(x64):
     report = np.zeros((T, len(REPORT_COLUMNS)), dtype=np.int32)
     report[2, REPORT_COLUMNS.index("non_monotone")] = 1
     with pytest.raises(InvalidValueFunctionError, match=r"period 2.*not increasing.*not concave"):
-        _check_report(damaged, report)
+        check_report(damaged, report)
 
 
 def test_evaluating_outside_the_grid_names_grid_value_and_range(x64):

@@ -316,3 +316,183 @@ def test_dcegm_and_the_grid_solver_agree_with_mortality_and_bequests(x64):
                         grid.choice_probabilities(period=period, regime=regime, states=states),
                         atol=0.05,
                     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Simulation and persistence
+# ---------------------------------------------------------------------------------------------
+
+SIM_SHAPE = {"n_periods": 10, "start_age": 62, "n_income": 3, "taste_shocks": True}
+METHOD_GRIDS = {"dcegm": {"n_savings": 60}, "grid": {"n_wealth": 30, "n_consumption": 30}}
+
+
+def initial_states(n: int) -> dict:
+    return {
+        "pref_type": np.arange(n) % 2,
+        "income": np.arange(n) % 3,
+        "wealth": np.linspace(1, 8, n),
+    }
+
+
+@pytest.mark.parametrize("method", ["dcegm", "grid"])
+def test_restated_model_simulates_the_single_regime_paths(x64, method):
+    """Without mortality the draws (income, the retirement choice) use the same key streams."""
+    from project.simulation import simulate
+
+    params = lifecycle.DEFAULT_PARAMS | {"taste_shock_scale": 0.05}
+    shape = SIM_SHAPE | METHOD_GRIDS[method]
+    single = solve(model=lifecycle.build_model(**shape), params=params, method=method)
+    regimes = solve(
+        model=lifecycle_regimes.build_model(**shape, survival=False), params=params, method=method
+    )
+    n = 200
+    init = initial_states(n)
+    lagged = np.zeros(n, dtype=int)
+    ours = simulate(
+        params=params,
+        initial_conditions=init | {"regime": ["working"] * n},
+        solution=regimes,
+        seed=3,
+    ).to_dataframe()
+    theirs = simulate(
+        params=params,
+        initial_conditions=init | {"lagged_retirement": lagged},
+        solution=single,
+        seed=3,
+    ).to_dataframe()
+    for column in ("wealth", "consumption", "value"):
+        np.testing.assert_allclose(ours[column], theirs[column], rtol=0, atol=1e-10)
+    retired = (ours["regime"] == "retired").to_numpy()
+    np.testing.assert_array_equal(retired, (theirs["lagged_retirement"] == "retired").to_numpy())
+    assert 0 < retired.mean() < 1
+    working = ~retired
+    np.testing.assert_array_equal(
+        ours["retirement"][working].astype(str), theirs["retirement"][working].astype(str)
+    )
+    assert ours.loc[retired, ["retirement", "income"]].isna().all().all()
+
+
+@pytest.fixture(scope="module")
+def mortal_simulation():
+    from project.simulation import simulate
+
+    model = lifecycle_regimes.build_model(**SIM_SHAPE, n_savings=60, bequest=True)
+    params = lifecycle_regimes.default_params(bequest=True) | {"taste_shock_scale": 0.05}
+    solution = solve(model=model, params=params)
+    n = 3000
+    init = initial_states(n) | {"regime": ["working"] * n}
+    result = simulate(params=params, initial_conditions=init, solution=solution, seed=7)
+    return model, params, solution, init, result
+
+
+def test_death_is_absorbing_and_follows_the_survival_probabilities(mortal_simulation):
+    model, params, _, _, result = mortal_simulation
+    frame = result.to_dataframe()
+    dead = (frame["regime"] == "dead").to_numpy().reshape(result.n_subjects, -1)
+    assert (np.diff(dead.astype(int), axis=1) >= 0).all()  # nobody comes back
+    alive = ~dead
+    ages = np.asarray(model.ages)[: dead.shape[1] - 1]
+    survival = np.asarray(
+        lifecycle_regimes.survival_probability(
+            ages, params["mortality_intercept"], params["mortality_slope"]
+        )
+    )
+    deaths = (alive[:, :-1] & dead[:, 1:]).sum(axis=0)
+    at_risk = alive[:, :-1].sum(axis=0)
+    expected = at_risk * (1 - survival)
+    assert (np.abs(deaths - expected) <= 4 * np.sqrt(expected * survival) + 1).all()
+    rows = frame[frame["regime"] == "dead"]
+    assert rows[["consumption", "retirement", "income", "pref_type"]].isna().all().all()
+    bequest = lifecycle_regimes.bequest_value(
+        rows["wealth"].to_numpy(), params["crra"], params["bequest_weight"], params["bequest_shift"]
+    )
+    np.testing.assert_allclose(rows["value"], bequest, rtol=1e-5)
+
+
+def test_regime_simulation_does_not_depend_on_the_chunk_size(mortal_simulation):
+    from project.simulation import simulate
+
+    _, params, solution, init, result = mortal_simulation
+    chunked = simulate(
+        params=params, initial_conditions=init, solution=solution, seed=7, subject_batch_size=777
+    )
+    assert result.to_dataframe().equals(chunked.to_dataframe())
+
+
+def test_regime_solution_and_bundle_survive_save_and_load(mortal_simulation, tmp_path):
+    from project.persist import load_bundle, save_bundle
+    from project.persist.solution import load_solution, save_solution
+    from project.simulation import simulate
+
+    model, params, solution, init, result = mortal_simulation
+    save_solution(solution=solution, directory=tmp_path / "solution")
+    loaded = load_solution(directory=tmp_path / "solution", model=model)
+    states = {"pref_type": [0, 1], "income": [1, 2], "wealth": [2.0, 5.0]}
+    for regime, chosen in (("working", states), ("retired", {"pref_type": [0], "wealth": [3.0]})):
+        np.testing.assert_array_equal(
+            loaded.value(period=3, regime=regime, states=chosen),
+            solution.value(period=3, regime=regime, states=chosen),
+        )
+    again = simulate(params=params, initial_conditions=init, solution=loaded, seed=7)
+    assert again.to_dataframe().equals(result.to_dataframe())
+    save_bundle(result=result, directory=tmp_path / "bundle", additional_targets=["utility"])
+    back = load_bundle(directory=tmp_path / "bundle", model=model)
+    assert back.to_dataframe().equals(result.to_dataframe())
+    table = back.to_dataframe(additional_targets=["utility", "labor_income"])
+    dead = (table["regime"] == "dead").to_numpy()
+    assert table.loc[dead, "utility"].isna().all()
+    assert table.loc[(table["regime"] == "retired").to_numpy(), "labor_income"].isna().all()
+
+
+def test_a_solution_without_regimes_does_not_load_as_one_with(mortal_simulation, tmp_path):
+    from project.errors import CheckpointError
+    from project.persist.solution import load_solution, save_solution
+
+    model, *_ = mortal_simulation
+    single = lifecycle.build_model(n_periods=3, n_wealth=10, n_consumption=10)
+    save_solution(
+        solution=solve(model=single, params=lifecycle.DEFAULT_PARAMS), directory=tmp_path / "s"
+    )
+    with pytest.raises(CheckpointError, match="without regimes"):
+        load_solution(directory=tmp_path / "s", model=model)
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda init: {k: v for k, v in init.items() if k != "regime"}, "need a 'regime' entry"),
+        (lambda init: init | {"regime": ["workng"] * 4}, "not categories"),
+        (lambda init: {k: v for k, v in init.items() if k != "income"}, "needs the state 'income'"),
+        (lambda init: init | {"health": [0] * 4}, "unknown states \\['health'\\]"),
+        (lambda init: init | {"wealth": [1.0, 2.0, 99.0, 3.0]}, "outside"),
+    ],
+)
+def test_bad_initial_regimes_and_states_raise(mortal_simulation, change, match):
+    from project.errors import InitialConditionsError
+    from project.simulation import simulate
+
+    _, params, solution, *_ = mortal_simulation
+    init = {
+        "regime": ["working", "working", "retired", "working"],
+        "pref_type": [0, 1, 0, 1],
+        "income": [0, 1, 2, 0],
+        "wealth": [1.0, 2.0, 3.0, 4.0],
+    }
+    with pytest.raises(InitialConditionsError, match=match):
+        simulate(params=params, initial_conditions=change(init), solution=solution, seed=0)
+
+
+def test_a_retiree_may_omit_the_states_of_working_life(mortal_simulation):
+    from project.simulation import simulate
+
+    _, params, solution, *_ = mortal_simulation
+    init = {
+        "regime": ["retired", "working"],
+        "pref_type": [0, 1],
+        "income": [None, 1],
+        "wealth": [3.0, 2.0],
+    }
+    frame = simulate(
+        params=params, initial_conditions=init, solution=solution, seed=0
+    ).to_dataframe()
+    assert frame.loc[frame["subject_id"] == 0, "income"].isna().all()

@@ -2,7 +2,8 @@
 
 Layout of a bundle directory::
 
-    arrays/               orbax checkpoint {"value_function": {"0": V_0, ...},
+    arrays/               orbax checkpoint {"value_function": {"0": V_0, ...} (with regimes
+                                            {"working_0": ..., "retired_0": ...}),
                                             "columns": {name: (n_subjects, n_simulated) array}}
     metadata.json         model description, state/action order, ages (every period's),
                           start_period (the first simulated period: n_simulated = n_periods -
@@ -45,6 +46,7 @@ from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.persist.solution import grids_without_knobs, package_versions
+from project.regimes.spec import RegimeModel
 from project.simulation.result import SimulationResult
 
 ARRAYS_NAME = "arrays"
@@ -79,7 +81,7 @@ def save_bundle(
     """
     frame = result.to_dataframe(additional_targets)
     tree = {
-        "value_function": dict(enumerate_periods(result.value_function)),
+        "value_function": value_function_tree(result.value_function),
         "columns": {name: _to_numpy(v) for name, v in result.columns.items()},
     }
     params = {name: _to_numpy(v) for name, v in result.params.items()}
@@ -116,7 +118,7 @@ def save_bundle(
     return directory / MARKER_NAME
 
 
-def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationResult:
+def load_bundle(*, directory: Path, model: Model | RegimeModel | None = None) -> SimulationResult:
     """Restore a result saved by ``save_bundle``; ``model`` is needed only for extra targets."""
     directory = Path(directory).absolute()
     if not (directory / MARKER_NAME).is_file():
@@ -147,9 +149,7 @@ def load_bundle(*, directory: Path, model: Model | None = None) -> SimulationRes
             seed=int(metadata["seed"]),
             subject_batch_size=int(metadata["subject_batch_size"]),
             columns=tree["columns"],
-            value_function=tuple(
-                jnp.asarray(tree["value_function"][str(t)]) for t in range(len(ages))
-            ),
+            value_function=_value_function(tree["value_function"], metadata=metadata),
             params={
                 name: np.asarray(value, dtype=metadata["param_dtypes"][name])
                 for name, value in metadata["params"].items()
@@ -176,6 +176,33 @@ def arrays_digest(tree: dict[str, dict[str, Any]]) -> str:
             digest.update(f"{group}/{name}|{array.dtype}|{array.shape}".encode())
             digest.update(array.tobytes())
     return digest.hexdigest()
+
+
+def value_function_tree(value_function: Any) -> dict[str, Any]:
+    """Return V by period ("0", "1", ...), or with regimes by regime and period ("working_0")."""
+    if isinstance(value_function, dict):
+        return {
+            f"{regime}_{t}": v
+            for regime, values in value_function.items()
+            for t, v in enumerate_periods(values)
+        }
+    return dict(enumerate_periods(value_function))
+
+
+def _value_keys(metadata: dict[str, Any]) -> dict[str | None, list[str]]:
+    """Return the value-function keys per solved regime (one group, None, without regimes)."""
+    periods = range(len(metadata["ages"]))
+    regimes = metadata["model"].get("regimes")
+    if regimes is None:
+        return {None: [str(t) for t in periods]}
+    solved = [r for r, spec in regimes.items() if not spec.get("terminal")]
+    return {r: [f"{r}_{t}" for t in periods] for r in solved}
+
+
+def _value_function(values: dict[str, Any], *, metadata: dict[str, Any]) -> Any:
+    keys = _value_keys(metadata)
+    grouped = {r: tuple(jnp.asarray(values[k]) for k in names) for r, names in keys.items()}
+    return grouped if "regimes" in metadata["model"] else grouped[None]
 
 
 def enumerate_periods(values: Any) -> Any:
@@ -218,9 +245,10 @@ def _check_arrays(
 ) -> None:
     description = metadata["model"]
     n_periods = len(metadata["ages"])
+    regime = {"regime"} if "regimes" in description else set()
     expected = {
-        "value_function": {str(t) for t in range(n_periods)},
-        "columns": {"value", *description["states"], *description["actions"]},
+        "value_function": {k for keys in _value_keys(metadata).values() for k in keys},
+        "columns": {"value", *regime, *description["states"], *description["actions"]},
     }
     for group, names in expected.items():
         missing = sorted(names - set(tree[group]))

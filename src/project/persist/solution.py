@@ -3,6 +3,7 @@
 Layout of a solution directory::
 
     arrays/            orbax checkpoint {"value_function": {"0": V_0, ...}, "policy": {...}}
+                       (EGM: {"egm": endogenous grids}; with regimes {"regimes": {name: ...}})
     metadata.json      model description, params, package versions (human-readable)
     COMPLETE.json      the marker, written last; its absence means "not a finished product";
                        it holds a digest of the arrays, so it changes exactly when they do
@@ -10,6 +11,7 @@ Layout of a solution directory::
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
@@ -30,6 +32,9 @@ from project.egm.structure import egm_structure
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
+from project.regimes.grid import solution_continuation
+from project.regimes.solution import RegimeSolution
+from project.regimes.spec import RegimeModel
 from project.solver.solution import Solution
 
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
@@ -42,28 +47,31 @@ def package_versions() -> dict[str, str]:
 
 
 def save_solution(
-    *, solution: Solution, directory: Path, extra: dict[str, Any] | None = None
+    *,
+    solution: Solution | EGMSolution | RegimeSolution,
+    directory: Path,
+    extra: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``solution`` atomically to ``directory``; return the marker path (written last).
 
     A grid solution stores V and the policy indices per period; an EGM solution its endogenous
-    grids (``EGMArrays``) and savings grid. ``metadata.json`` records the method.
+    grids (``EGMArrays``) and savings grid; a solution with regimes each regime's, under its
+    name. ``metadata.json`` records the method and the kernels.
     """
-    if solution.method in ENDOGENOUS:
-        tree = {"egm": {**solution.arrays._asdict(), "savings": solution.savings}}
-        dtype = str(solution.savings.dtype)
+    if isinstance(solution, RegimeSolution):
+        parts = {r: _solution_tree(s) for r, s in solution.solutions.items()}
+        tree = {"regimes": {r: part[0] for r, part in parts.items()}}
+        dtype = next(iter(parts.values()))[1]
+        kernels: Any = {r: list(k) for r, k in solution.kernels.items()}
     else:
-        tree = {
-            "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
-            "policy": {str(t): dict(p) for t, p in enumerate(solution.policy_indices)},
-        }
-        dtype = str(solution.value_function[0].dtype)
+        tree, dtype = _solution_tree(solution)
+        kernels = list(solution.kernels)
     metadata = {
         "model": solution.model.describe(),
         "params": {k: jnp.asarray(v).tolist() for k, v in solution.params.items()},
         "dtype": dtype,
         "method": solution.method,
-        "kernels": list(solution.kernels),
+        "kernels": kernels,
         "versions": package_versions(),
         **(extra or {}),
     }
@@ -81,9 +89,21 @@ def save_solution(
     return directory / MARKER_NAME
 
 
+def _solution_tree(solution: Solution | EGMSolution) -> tuple[dict[str, Any], str]:
+    """Return the arrays of one (regime's) solution and their float dtype."""
+    if solution.method in ENDOGENOUS:
+        tree = {"egm": {**solution.arrays._asdict(), "savings": solution.savings}}
+        return tree, str(solution.savings.dtype)
+    tree = {
+        "value_function": {str(t): v for t, v in enumerate(solution.value_function)},
+        "policy": {str(t): dict(p) for t, p in enumerate(solution.policy_indices)},
+    }
+    return tree, str(solution.value_function[0].dtype)
+
+
 def load_solution(
-    *, directory: Path, model: Model, devices: Sequence[Any] | None = None
-) -> Solution | EGMSolution:
+    *, directory: Path, model: Model | RegimeModel, devices: Sequence[Any] | None = None
+) -> Solution | EGMSolution | RegimeSolution:
     """Restore a solution saved by ``save_solution`` for ``model``.
 
     Arrays of a model with distributed states are restored sharded onto the model's mesh over
@@ -98,28 +118,37 @@ def load_solution(
         )
         raise CheckpointError(msg)
     metadata = json.loads((directory / "metadata.json").read_text())
-    if grids_without_knobs(metadata["model"]["states"]) != grids_without_knobs(
-        model.describe()["states"]
-    ):
+    saved = metadata["model"]
+    if isinstance(model, RegimeModel) != ("regimes" in saved):
         msg = (
-            f"{directory} holds a solution of a model with other state grids than "
-            f"{model.name!r}. Rebuild it with `pytask` or load it with the matching model."
+            f"{directory} holds a solution of a model {'with' if 'regimes' in saved else 'without'}"
+            f" regimes; {model.name!r} is {'' if isinstance(model, RegimeModel) else 'not '}one. "
+            "Rebuild it with `pytask` or load it with the matching model."
         )
         raise CheckpointError(msg)
     method = metadata.get("method", "grid")
-    if (
-        method in ENDOGENOUS
-        and metadata["model"].get("post_decision_grid") != (model.describe()["post_decision_grid"])
-    ):
-        msg = (
-            f"{directory} holds an EGM solution on another post_decision_grid than "
-            f"{model.name!r} states. Rebuild it with `pytask` or load it with the matching model."
-        )
-        raise CheckpointError(msg)
-    if method in ENDOGENOUS:
-        target = _egm_target(model=model, metadata=metadata)
+    if isinstance(model, RegimeModel):
+        views = model.regimes
+        if sorted(saved["regimes"]) != sorted(model.regime_names):
+            msg = (
+                f"{directory} holds a solution with regimes {sorted(saved['regimes'])}, not "
+                f"{sorted(model.regime_names)}. Rebuild it with `pytask`."
+            )
+            raise CheckpointError(msg)
+        described = {r: saved["regimes"][r] for r in views}
     else:
-        target = _abstract_target(model=model, metadata=metadata, devices=devices)
+        views, described = {None: model}, {None: saved}
+    for view_model, view_saved in ((views[r], described[r]) for r in views):
+        _check_grids(directory, model=view_model, saved=view_saved, method=method)
+    targets = {
+        r: (
+            _egm_target(model=v, metadata=metadata)
+            if method in ENDOGENOUS
+            else _abstract_target(model=v, metadata=metadata, devices=devices)
+        )
+        for r, v in views.items()
+    }
+    target = {"regimes": targets} if isinstance(model, RegimeModel) else targets[None]
     try:
         checkpointer = ocp.StandardCheckpointer()
         tree = checkpointer.restore(directory / "arrays", target)
@@ -128,6 +157,49 @@ def load_solution(
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
         raise CheckpointError(msg) from error
     params = {k: np.asarray(v) for k, v in metadata["params"].items()}
+    kernels = metadata.get("kernels", ())
+    if not isinstance(model, RegimeModel):
+        return _solution_from_tree(model, tree, method=method, params=params, kernels=kernels)
+    solutions: dict[str, Solution | EGMSolution] = {}
+    for regime, view in views.items():
+        solutions[regime] = _solution_from_tree(
+            view,
+            tree["regimes"][regime],
+            method=method,
+            params=params,
+            kernels=kernels.get(regime, ()),
+        )
+    if method not in ENDOGENOUS:
+        continuation = solution_continuation(model, solutions=solutions, params=params)
+        solutions = {
+            r: dataclasses.replace(s, continuation=lambda period, r=r: continuation(r, period))
+            for r, s in solutions.items()
+        }
+    return RegimeSolution(model=model, params=params, solutions=solutions)
+
+
+def _check_grids(directory: Path, *, model: Model, saved: dict[str, Any], method: str) -> None:
+    """Raise unless the saved state grids (and savings grid) are the model's."""
+    if grids_without_knobs(saved["states"]) != grids_without_knobs(model.describe()["states"]):
+        msg = (
+            f"{directory} holds a solution of a model with other state grids than "
+            f"{model.name!r}. Rebuild it with `pytask` or load it with the matching model."
+        )
+        raise CheckpointError(msg)
+    if (
+        method in ENDOGENOUS
+        and saved.get("post_decision_grid") != (model.describe()["post_decision_grid"])
+    ):
+        msg = (
+            f"{directory} holds an EGM solution on another post_decision_grid than "
+            f"{model.name!r} states. Rebuild it with `pytask` or load it with the matching model."
+        )
+        raise CheckpointError(msg)
+
+
+def _solution_from_tree(
+    model: Model, tree: dict[str, Any], *, method: str, params: dict[str, Any], kernels: Any
+) -> Solution | EGMSolution:
     if method in ENDOGENOUS:
         arrays = dict(tree["egm"])
         savings = arrays.pop("savings")
@@ -135,10 +207,10 @@ def load_solution(
     n_periods = model.n_periods
     return Solution.from_periods(
         model=model,
-        params={k: np.asarray(v) for k, v in metadata["params"].items()},
+        params=params,
         value_function=[tree["value_function"][str(t)] for t in range(n_periods)],
         policy=[tree["policy"][str(t)] for t in range(n_periods)],
-        kernels=tuple(metadata.get("kernels", ())),
+        kernels=tuple(kernels),
     )
 
 

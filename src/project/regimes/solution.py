@@ -40,6 +40,11 @@ class RegimeSolution:
         return "dcegm" if "dcegm" in methods else methods.pop()
 
     @property
+    def value_function(self) -> dict[str, tuple[Any, ...]]:
+        """Return each regime's V of every period on its state grids."""
+        return {r: tuple(s.value_function) for r, s in self.solutions.items()}
+
+    @property
     def kernels(self) -> dict[str, tuple[str, ...]]:
         """Return each regime's kernel (or method) per period."""
         return {r: s.kernels for r, s in self.solutions.items()}

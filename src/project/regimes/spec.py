@@ -213,10 +213,18 @@ class RegimeModel:
             grids |= view.actions
         return grids
 
+    @property
+    def permanent_states(self) -> tuple[str, ...]:
+        """Return no state: sharding is not supported with regimes yet (``_check_horizons``)."""
+        return ()
+
     def describe(self) -> dict[str, Any]:
-        """Return a JSON-serialisable description of the model and its regimes."""
+        """Return a JSON-serialisable description: every state and action, and each regime."""
         return {
             "name": self.name,
+            "states": {k: g.describe() for k, g in self.states.items()},
+            "actions": {k: g.describe() for k, g in self.actions.items()},
+            "regime_names": list(self.regime_names),
             "regimes": {
                 r: (
                     self.regimes[r].describe() | {"transition": self.regimes[r].transition_kind}

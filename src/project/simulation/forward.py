@@ -25,15 +25,18 @@ import pandas as pd
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import replicate, shard_rows, subject_mesh, value_devices
+from project.egm.solution import EGMSolution
 from project.errors import InitialConditionsError, InvalidValueFunctionError
 from project.model.params import validate_params
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
+from project.regimes.solution import RegimeSolution
 from project.simulation.initial import (
     _subjects,
     check_start_period,
     validate_initial_conditions,
 )
+from project.simulation.regimes import simulate_regimes
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
 from project.solver.checks import check_log_level
@@ -47,7 +50,7 @@ def simulate(
     *,
     params: Mapping[str, Any],
     initial_conditions: Mapping[str, Any] | pd.DataFrame,
-    solution: Solution,
+    solution: Solution | EGMSolution | RegimeSolution,
     seed: int,
     subject_batch_size: int = 0,
     log_level: str = "warning",
@@ -67,6 +70,15 @@ def simulate(
     ):
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
+    if isinstance(solution, RegimeSolution):
+        return simulate_regimes(
+            params=params,
+            initial_conditions=initial_conditions,
+            solution=solution,
+            seed=seed,
+            subject_batch_size=subject_batch_size,
+            start_period=start_period,
+        )
     model = solution.model
     check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)

@@ -21,6 +21,8 @@ from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
+from project.regimes.solution import RegimeSolution
+from project.regimes.spec import RegimeModel
 from project.solver.solution import Solution
 from project.solver.sweep import compose
 
@@ -36,9 +38,9 @@ class SimulationResult:
     seed: int
     subject_batch_size: int
     columns: dict[str, np.ndarray]
-    value_function: tuple[Any, ...]
+    value_function: tuple[Any, ...] | dict[str, tuple[Any, ...]]
     params: dict[str, np.ndarray]
-    model: Model | None = field(default=None, repr=False)
+    model: Model | RegimeModel | None = field(default=None, repr=False)
     start_period: int = 0
     method: str = "grid"
 
@@ -46,9 +48,9 @@ class SimulationResult:
     def from_simulation(
         cls,
         *,
-        model: Model,
+        model: Model | RegimeModel,
         params: dict[str, Any],
-        solution: Solution | EGMSolution,
+        solution: Solution | EGMSolution | RegimeSolution,
         columns: dict[str, np.ndarray],
         seed: int,
         subject_batch_size: int,
@@ -79,6 +81,12 @@ class SimulationResult:
         return list(self.description["actions"])
 
     @property
+    def regime_names(self) -> list[str] | None:
+        """Return the regimes (labels of the ``regime`` column); None without regimes."""
+        names = self.description.get("regime_names")
+        return None if names is None else list(names)
+
+    @property
     def n_subjects(self) -> int:
         """Return the number of simulated subjects."""
         return self.columns["value"].shape[0]
@@ -98,7 +106,9 @@ class SimulationResult:
         """Return one row per subject and period: ids, age, value, states, actions, targets.
 
         ``additional_targets``: None, a list of model function names, or "all". Discrete states
-        and actions are categoricals with their labels (``use_labels=False``: int codes).
+        and actions are categoricals with their labels (``use_labels=False``: int codes). With
+        regimes a ``regime`` column follows ``age``; a state or action the row's regime lacks is
+        missing (NA; code -1 with ``use_labels=False``).
         """
         n_subjects, n_periods = self.columns["value"].shape
         frame = {
@@ -106,6 +116,13 @@ class SimulationResult:
             "period": np.tile(np.asarray(self.periods, dtype=np.int64), n_subjects),
         }
         frame["age"] = np.asarray(self.ages, dtype=float)[frame["period"]]
+        if self.regime_names is not None:
+            codes = self.columns["regime"].ravel()
+            frame["regime"] = (
+                pd.Categorical.from_codes(codes, categories=self.regime_names)
+                if use_labels
+                else codes
+            )
         frame["value"] = self.columns["value"].ravel()
         for name in [*self.state_names, *self.action_names]:
             values = self.columns[name].ravel()
@@ -128,6 +145,8 @@ class SimulationResult:
             )
             raise ModelSpecificationError(msg)
         model = self.model
+        if isinstance(model, RegimeModel):
+            return self._regime_targets(model, additional_targets)
         outcomes = {f"next_{s}" for s in model.stochastic_transitions}
         available = [f for f in model.functions if not model.ancestors(f) & outcomes]
         targets = available if additional_targets == "all" else list(additional_targets)
@@ -153,6 +172,48 @@ class SimulationResult:
             ages=self.ages,
             start_period=self.start_period,
         )
+
+    def _regime_targets(
+        self, model: RegimeModel, additional_targets: list[str] | str
+    ) -> dict[str, np.ndarray]:
+        """Return targets evaluated on the rows of each regime that has them (NaN elsewhere)."""
+        available = {r: _available_targets(v) for r, v in model.regimes.items()}
+        every = sorted(set().union(*available.values()))
+        targets = every if additional_targets == "all" else list(additional_targets)
+        unknown = sorted(set(targets) - set(every))
+        if unknown:
+            msg = (
+                f"Unknown or unavailable targets {unknown}; available are {every} (functions of "
+                "any regime that do not depend on next-period outcomes)."
+            )
+            raise ModelSpecificationError(msg)
+        codes = self.columns["regime"].ravel()
+        dtype = np.dtype(working_float_dtype())
+        out = {t: np.full(codes.size, np.nan, dtype) for t in targets}
+        for regime, view in model.regimes.items():
+            mine = [t for t in targets if t in available[regime]]
+            shapes = target_shapes(model=view, params=self.params, targets=mine)
+            mine = [t for t in mine if shapes[t] == ()]
+            if not mine:
+                continue
+            values = evaluate_targets(
+                model=view,
+                params=self.params,
+                targets=mine,
+                columns=self.columns,
+                ages=self.ages,
+                start_period=self.start_period,
+            )
+            here = codes == model.code(regime)
+            for target, column in values.items():
+                out[target][here] = column[here]
+        return out
+
+
+def _available_targets(model: Model) -> list[str]:
+    """Return the functions that do not depend on next-period outcomes."""
+    outcomes = {f"next_{s}" for s in model.stochastic_transitions}
+    return [f for f in model.functions if not model.ancestors(f) & outcomes]
 
 
 def _row_function(model: Model, targets: list[str]) -> Any:
