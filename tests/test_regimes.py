@@ -496,3 +496,24 @@ def test_a_retiree_may_omit_the_states_of_working_life(mortal_simulation):
         params=params, initial_conditions=init, solution=solution, seed=0
     ).to_dataframe()
     assert frame.loc[frame["subject_id"] == 0, "income"].isna().all()
+
+
+def test_initial_conditions_of_a_regime_model_are_drawn_per_regime():
+    from project.simulation import draw_initial_conditions
+
+    model = lifecycle_regimes.build_model(n_periods=3, n_wealth=10, n_consumption=10)
+    drawn = draw_initial_conditions(
+        model=model,
+        n_subjects=200,
+        seed=1,
+        distribution={
+            "regime": {"probabilities": [0.5, 0.5, 0.0]},
+            "pref_type": {"probabilities": [0.5, 0.5]},
+            "income": {"label": "node_2"},
+            "wealth": {"uniform": [1.0, 5.0]},
+        },
+    )
+    retired = drawn["regime"] == model.code("retired")
+    assert 0 < retired.mean() < 1
+    assert (drawn["income"][retired] == -1).all()
+    assert (drawn["income"][~retired] == 2).all()

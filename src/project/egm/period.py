@@ -324,32 +324,54 @@ class EGMPeriod:
 
             return read
 
-        readers = [(k, reader(t)) for k, t in enumerate(self.targets) if t.reachable]
+        readers = [(k, t, reader(t)) for k, t in enumerate(self.targets) if t.reachable]
 
-        def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
-            totals = None
-            for k, read in readers:
-                marginal, value, guess = read(contexts[context], wealth)
-                parts = (slope * marginal, value, guess)
-                if self.probabilities is not None:
-                    p = probabilities[k]
-                    parts = tuple(jnp.where(p > 0, p * x, 0) for x in parts)
-                if totals is not None:
-                    parts = tuple(a + b for a, b in zip(totals, parts, strict=True))
-                totals = parts
-            return totals
+        def expected(chosen: list[tuple[int, Callable[..., Any]]], pairs: Any, weight: Any) -> Any:
+            """Return the weighted sums over ``pairs`` (context, wealth, slope) of ``chosen``."""
 
-        # One vmap over the (outcome, node) pairs, flattened (see the pairs in ``step``).
-        pairs = following.weight.shape
-        flat = (
-            x.reshape(-1, *x.shape[2:])
-            for x in (following.context, following.wealth, following.slope)
-        )
-        parts = jax.vmap(per_pair)(*flat)
-        return tuple(
-            jnp.tensordot(following.weight, part.reshape(*pairs, *part.shape[1:]), axes=2)
-            for part in parts
-        )
+            def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
+                totals = None
+                for k, read in chosen:
+                    marginal, value, guess = read(contexts[context], wealth)
+                    parts = (slope * marginal, value, guess)
+                    if self.probabilities is not None:
+                        p = probabilities[k]
+                        parts = tuple(jnp.where(p > 0, p * x, 0) for x in parts)
+                    if totals is not None:
+                        parts = tuple(a + b for a, b in zip(totals, parts, strict=True))
+                    totals = parts
+                return totals
+
+            # One vmap over the pairs, flattened (see the pairs in ``step``).
+            flat = (x.reshape(-1, *x.shape[weight.ndim :]) for x in pairs)
+            parts = jax.vmap(per_pair)(*flat)
+            return tuple(
+                jnp.tensordot(weight, part.reshape(*weight.shape, *part.shape[1:]), axes=2)
+                for part in parts
+            )
+
+        # A target that reads none of the stochastic states lands in the same context and at
+        # the same wealth whatever their outcome: it is read once per shock node.
+        invariant = [(k, read) for k, t, read in readers if self._ignores_outcomes(t)]
+        varying = [(k, read) for k, t, read in readers if not self._ignores_outcomes(t)]
+        pairs = (following.context, following.wealth, following.slope)
+        totals = []
+        if varying:
+            totals.append(expected(varying, pairs, following.weight))
+        if invariant:
+            first = tuple(x[:1] for x in pairs)
+            nodes = jnp.sum(following.weight, axis=0, keepdims=True)
+            totals.append(expected(invariant, first, nodes))
+        return tuple(sum(parts[1:], parts[0]) for parts in zip(*totals, strict=True))
+
+    def _ignores_outcomes(self, target: Target) -> bool:
+        """Return whether ``target`` is read alike for every stochastic outcome (a regime)."""
+        if self.probabilities is None or not self.structure.stochastic:
+            return False
+        if self.model.outcome_dependent_stochastic_states():
+            return False
+        read = set() if target.structure is None else set(target.structure.discrete)
+        return not read & set(self.structure.stochastic)
 
     def _terminal_reader(self, target: Target, *, params: Mapping[str, Any]) -> Callable:
         """Return ``read(codes, wealth)``: a terminal value, its slope in wealth, no guess."""

@@ -15,7 +15,14 @@ import pandas as pd
 
 from project.errors import InitialConditionsError, InitialStateOutsideGridError
 from project.model.spec import Model
+from project.points import float_dtype
+from project.regimes.spec import RegimeModel
 from project.solver.states import parse_state, positions
+
+REGIME = "regime"
+"""The entry of initial conditions (and the panel's column) holding each subject's regime."""
+MISSING_CODE = -1
+"""The code of a discrete state or action a subject's regime lacks (NA in the table)."""
 
 
 def _subjects(mask: np.ndarray) -> str:
@@ -73,9 +80,15 @@ def validate_initial_conditions(
 
 
 def draw_initial_conditions(
-    *, model: Model, n_subjects: int, seed: int, distribution: Mapping[str, Mapping[str, Any]]
+    *,
+    model: Model | RegimeModel,
+    n_subjects: int,
+    seed: int,
+    distribution: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, np.ndarray]:
     """Draw initial states from ``distribution``, one entry per state, deterministic in ``seed``.
+
+    A model with regimes also needs an entry ``regime`` (e.g. ``{"label": "working"}``).
 
     Entries: ``{"value": x}``, ``{"label": "working"}``, ``{"uniform": [low, high]}``,
     ``{"lognormal": [mean_of_log, sd_of_log], "clip": [low, high]}`` or
@@ -83,12 +96,14 @@ def draw_initial_conditions(
     """
     rng = np.random.default_rng(seed)
     drawn: dict[str, np.ndarray] = {}
-    for name in model.state_names:
+    grids = dict(model.states)
+    if isinstance(model, RegimeModel):
+        grids = {REGIME: model.regime_grid} | grids
+    for name, grid in grids.items():
         if name not in distribution:
             msg = f"The initial distribution has no entry for state {name!r}."
             raise InitialConditionsError(msg)
         spec = dict(distribution[name])
-        grid = model.states[name]
         if "value" in spec:
             drawn[name] = np.full(n_subjects, spec["value"])
         elif "label" in spec:
@@ -109,6 +124,9 @@ def draw_initial_conditions(
         else:
             msg = f"Unknown initial distribution {spec} for state {name!r}."
             raise InitialConditionsError(msg)
+    if isinstance(model, RegimeModel):
+        regime, states = validate_regime_initial_conditions(model=model, initial_conditions=drawn)
+        return {REGIME: regime, **states}
     return validate_initial_conditions(model=model, initial_conditions=drawn)
 
 
@@ -136,3 +154,59 @@ def _check_discrete_spec(*, name: str, grid: Any, spec: Mapping[str, Any]) -> No
                 f"one, one per category {labels}."
             )
             raise InitialConditionsError(msg)
+
+
+def validate_regime_initial_conditions(
+    *, model: RegimeModel, initial_conditions: Mapping[str, Any] | pd.DataFrame
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Return regime codes and every state (missing where a subject's regime lacks it)."""
+    if isinstance(initial_conditions, pd.DataFrame):
+        initial_conditions = {c: initial_conditions[c].to_numpy() for c in initial_conditions}
+    if REGIME not in initial_conditions:
+        msg = (
+            f"Initial conditions for model {model.name!r} need a {REGIME!r} entry (labels "
+            f"{list(model.regime_names)} or their codes) besides the states."
+        )
+        raise InitialConditionsError(msg)
+    unknown = sorted(set(initial_conditions) - {REGIME, *model.state_names})
+    if unknown:
+        msg = (
+            f"Initial conditions for model {model.name!r}: unknown states {unknown}. States are "
+            f"{list(model.state_names)}."
+        )
+        raise InitialConditionsError(msg)
+    regime = parse_state(
+        name=REGIME,
+        grid=model.regime_grid,
+        values=np.atleast_1d(np.asarray(initial_conditions[REGIME])),
+        what="Initial state",
+        index_name="subjects",
+        error=InitialConditionsError,
+        outside_error=InitialConditionsError,
+    )
+    n = regime.size
+    states = {}
+    for name, grid in model.states.items():
+        dtype = np.int32 if grid.is_discrete else np.dtype(float_dtype())
+        fill = MISSING_CODE if grid.is_discrete else np.nan
+        states[name] = np.full(n, fill, dtype=dtype)
+    for name, view in model.regimes.items():
+        members = regime == model.code(name)
+        if not members.any():
+            continue
+        given = {}
+        for state in view.state_names:
+            if state not in initial_conditions:
+                msg = (
+                    f"Initial conditions: {positions(members, index_name='subjects')} start in "
+                    f"regime {name!r}, which needs the state {state!r}; give it."
+                )
+                raise InitialConditionsError(msg)
+            values = np.broadcast_to(np.asarray(initial_conditions[state]), (n,))[members]
+            # The subjects of other regimes may leave a state out (None): numbers stay numbers.
+            given[state] = pd.Series(values).infer_objects().to_numpy()
+        for state, values in validate_initial_conditions(
+            model=view, initial_conditions=given
+        ).items():
+            states[state][members] = values
+    return regime, states

@@ -25,19 +25,22 @@ from project.model.params import validate_params
 from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView
-from project.simulation.initial import check_start_period, validate_initial_conditions
+from project.simulation.initial import (
+    MISSING_CODE,
+    REGIME,
+    check_start_period,
+    validate_regime_initial_conditions,
+)
 from project.simulation.keys import draw_category, subject_keys
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
 from project.solver.grid_cache import grid_points_of
-from project.solver.states import parse_state, positions
+from project.solver.states import positions
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.simulation")
 
-REGIME = "regime"
 REGIME_STREAM = 1_048_577  # far above any state, shock or taste-shock stream of a regime
-MISSING_CODE = -1
 
 
 def simulate_regimes(
@@ -221,62 +224,6 @@ def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]
         return jax.vmap(one)(read).astype(float_dtype())
 
     return jax.jit(value)
-
-
-def validate_regime_initial_conditions(
-    *, model: RegimeModel, initial_conditions: Mapping[str, Any] | pd.DataFrame
-) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-    """Return regime codes and every state (missing where a subject's regime lacks it)."""
-    if isinstance(initial_conditions, pd.DataFrame):
-        initial_conditions = {c: initial_conditions[c].to_numpy() for c in initial_conditions}
-    if REGIME not in initial_conditions:
-        msg = (
-            f"Initial conditions for model {model.name!r} need a {REGIME!r} entry (labels "
-            f"{list(model.regime_names)} or their codes) besides the states."
-        )
-        raise InitialConditionsError(msg)
-    unknown = sorted(set(initial_conditions) - {REGIME, *model.state_names})
-    if unknown:
-        msg = (
-            f"Initial conditions for model {model.name!r}: unknown states {unknown}. States are "
-            f"{list(model.state_names)}."
-        )
-        raise InitialConditionsError(msg)
-    regime = parse_state(
-        name=REGIME,
-        grid=model.regime_grid,
-        values=np.atleast_1d(np.asarray(initial_conditions[REGIME])),
-        what="Initial state",
-        index_name="subjects",
-        error=InitialConditionsError,
-        outside_error=InitialConditionsError,
-    )
-    n = regime.size
-    states = {}
-    for name, grid in model.states.items():
-        dtype = np.int32 if grid.is_discrete else np.dtype(float_dtype())
-        fill = MISSING_CODE if grid.is_discrete else np.nan
-        states[name] = np.full(n, fill, dtype=dtype)
-    for name, view in model.regimes.items():
-        members = regime == model.code(name)
-        if not members.any():
-            continue
-        given = {}
-        for state in view.state_names:
-            if state not in initial_conditions:
-                msg = (
-                    f"Initial conditions: {positions(members, index_name='subjects')} start in "
-                    f"regime {name!r}, which needs the state {state!r}; give it."
-                )
-                raise InitialConditionsError(msg)
-            values = np.broadcast_to(np.asarray(initial_conditions[state]), (n,))[members]
-            # The subjects of other regimes may leave a state out (None): numbers stay numbers.
-            given[state] = pd.Series(values).infer_objects().to_numpy()
-        for state, values in validate_initial_conditions(
-            model=view, initial_conditions=given
-        ).items():
-            states[state][members] = values
-    return regime, states
 
 
 def _filled(model: RegimeModel, name: str, values: np.ndarray) -> np.ndarray:
