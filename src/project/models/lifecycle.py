@@ -84,32 +84,23 @@ def build_model(
         else categories("PreferenceType", [f"type_{i}" for i in range(n_types)])
     )
 
-    def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
-        return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
-
-    def income_transition(income: jnp.ndarray, income_rho: jnp.ndarray) -> jnp.ndarray:
-        return rouwenhorst_matrix(n_nodes=n_income, rho=income_rho)[income]
-
+    income = IncomeProcess(n_income)
     return Model(
         name="lifecycle",
         states={
             "pref_type": DiscreteGrid(type_class, distributed=distributed_types),
             "lagged_retirement": DiscreteGrid(RetirementStatus),
-            "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
-            "wealth": LinSpacedGrid(
-                start=0.2, stop=20, n_points=n_wealth, batch_size=wealth_batch_size, name="wealth"
-            ),
+            "income": income.grid,
+            "wealth": wealth_grid(n_points=n_wealth, batch_size=wealth_batch_size),
         },
         actions={
             "retirement": DiscreteGrid(RetirementStatus),
-            "consumption": LinSpacedGrid(
-                start=0.05, stop=20, n_points=n_consumption, name="consumption"
-            ),
+            "consumption": consumption_grid(n_points=n_consumption),
         },
         functions={
             "utility": utility,
             "working": working,
-            "income_nodes": income_nodes,
+            "income_nodes": income.nodes,
             "labor_income": labor_income,
             "next_wealth": next_wealth,
             "next_lagged_retirement": next_lagged_retirement,
@@ -120,12 +111,40 @@ def build_model(
             "absorbing_retirement": absorbing_retirement,
             "mandatory_retirement": mandatory_retirement,
         },
-        stochastic_transitions={"income": income_transition},
+        stochastic_transitions={"income": income.transition},
         ages=range(start_age, start_age + n_periods),
         param_shapes={"disutility_of_work": (n_types,)},
         post_decision_grid=None if n_savings is None else savings_grid(n_points=n_savings, stop=20),
         taste_shocks=taste_shocks,
     )
+
+
+class IncomeProcess:
+    """A Rouwenhorst AR(1) income process on ``n_nodes`` nodes: its grid, nodes and transition."""
+
+    def __init__(self, n_nodes: int) -> None:
+        self.n_nodes = n_nodes
+        self.grid = DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_nodes)]))
+
+    def nodes(self, income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
+        """Return the log income nodes (the model function ``income_nodes``)."""
+        return rouwenhorst_nodes(n_nodes=self.n_nodes, rho=income_rho, sigma=income_sigma)
+
+    def transition(self, income: jnp.ndarray, income_rho: jnp.ndarray) -> jnp.ndarray:
+        """Return next period's income probabilities given this period's node."""
+        return rouwenhorst_matrix(n_nodes=self.n_nodes, rho=income_rho)[income]
+
+
+def wealth_grid(*, n_points: int, batch_size: int = 0) -> LinSpacedGrid:
+    """Return the wealth grid on [0.2, 20]."""
+    return LinSpacedGrid(
+        start=0.2, stop=20, n_points=n_points, batch_size=batch_size, name="wealth"
+    )
+
+
+def consumption_grid(*, n_points: int) -> LinSpacedGrid:
+    """Return the consumption grid on [0.05, 20]."""
+    return LinSpacedGrid(start=0.05, stop=20, n_points=n_points, name="consumption")
 
 
 def utility(

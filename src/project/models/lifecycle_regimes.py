@@ -23,19 +23,21 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from project.grids import DiscreteGrid, LinSpacedGrid, categories
+from project.grids import DiscreteGrid
 from project.model import Model
 from project.models.iid_income import savings_grid
 from project.models.ijrs import RetirementStatus, borrowing_constraint, working
-from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 from project.models.lifecycle import (
     DEFAULT_PARAMS,
+    IncomeProcess,
     PreferenceType,
+    consumption_grid,
     labor_income,
     mandatory_retirement,
     next_pref_type,
     next_wealth,
     utility,
+    wealth_grid,
 )
 from project.regimes import RegimeModel, TerminalRegime
 
@@ -67,29 +69,24 @@ def build_model(
 ) -> RegimeModel:
     """Return the life-cycle model as regimes (grids and options as ``lifecycle.build_model``)."""
     ages = range(start_age, start_age + n_periods)
-    wealth = LinSpacedGrid(start=0.2, stop=20, n_points=n_wealth, name="wealth")
-    consumption = LinSpacedGrid(start=0.05, stop=20, n_points=n_consumption, name="consumption")
+    wealth = wealth_grid(n_points=n_wealth)
+    consumption = consumption_grid(n_points=n_consumption)
     types = DiscreteGrid(PreferenceType)
     savings = None if n_savings is None else savings_grid(n_points=n_savings, stop=20)
-
-    def income_nodes(income_rho: jnp.ndarray, income_sigma: jnp.ndarray) -> jnp.ndarray:
-        return rouwenhorst_nodes(n_nodes=n_income, rho=income_rho, sigma=income_sigma)
-
-    def income_transition(income: jnp.ndarray, income_rho: jnp.ndarray) -> jnp.ndarray:
-        return rouwenhorst_matrix(n_nodes=n_income, rho=income_rho)[income]
+    income = IncomeProcess(n_income)
 
     working_regime = Model(
         name="working",
         states={
             "pref_type": types,
-            "income": DiscreteGrid(categories("Income", [f"node_{i}" for i in range(n_income)])),
+            "income": income.grid,
             "wealth": wealth,
         },
         actions={"retirement": DiscreteGrid(RetirementStatus), "consumption": consumption},
         functions={
             "utility": utility,
             "working": working,
-            "income_nodes": income_nodes,
+            "income_nodes": income.nodes,
             "labor_income": labor_income,
             "next_wealth": next_wealth,
             "next_pref_type": next_pref_type,
@@ -98,7 +95,7 @@ def build_model(
             "borrowing_constraint": borrowing_constraint,
             "mandatory_retirement": mandatory_retirement,
         },
-        stochastic_transitions={"income": income_transition},
+        stochastic_transitions={"income": income.transition},
         ages=ages,
         param_shapes={"disutility_of_work": (2,)},
         post_decision_grid=savings,
