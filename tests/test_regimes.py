@@ -517,3 +517,24 @@ def test_initial_conditions_of_a_regime_model_are_drawn_per_regime():
     assert 0 < retired.mean() < 1
     assert (drawn["income"][retired] == -1).all()
     assert (drawn["income"][~retired] == 2).all()
+
+
+def test_debug_level_locates_nans_in_the_regime_that_has_them():
+    from project.errors import InvalidValueFunctionError
+
+    working = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=3)
+    broken = Model(
+        name="broken",
+        states=working.states,
+        actions=working.actions,
+        functions=working.functions | {"utility": lambda consumption: jnp.sqrt(consumption - 50)},
+        constraints=working.constraints,
+        n_periods=3,
+    )
+    model = RegimeModel(
+        name="x",
+        regimes={"working": working, "broken": broken},
+        transitions={"working": lambda: {"working": 1.0}, "broken": lambda: {"broken": 1.0}},
+    )
+    with pytest.raises(InvalidValueFunctionError, match="Regime 'broken': V is NaN at"):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid", log_level="debug")

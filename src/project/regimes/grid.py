@@ -28,7 +28,7 @@ from project.regimes.continuation import (
     raise_for_regime_checks,
 )
 from project.regimes.spec import RegimeModel
-from project.solver.checks import LogLevel, check_log_level, report_flags
+from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import fact_columns, program_facts
 from project.solver.grid_cache import grid_points_of
 from project.solver.kernels import build_kernel
@@ -90,7 +90,14 @@ def solve_on_grid(
             report_flags(
                 table[:, : len(FLAG_COLUMNS)],
                 log_level=log_level,
-                describe=lambda period, regime=regime: f"Regime {regime!r}.",
+                describe=lambda period, regime=regime: (
+                    f"Regime {regime!r}: V is NaN at "
+                    + nan_locations(
+                        solutions[regime].values[period],
+                        axis_names=model.regimes[regime].state_names,
+                    )
+                    + "."
+                ),
             )
     if log_level in ("progress", "debug"):
         for regime, plan in plans.items():
