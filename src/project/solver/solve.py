@@ -32,6 +32,7 @@ from project.errors import ModelSpecificationError
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
+from project.solver.budget import fit_solve, memory_limit_of
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import (
     KnownFacts,
@@ -65,6 +66,7 @@ def solve(
     devices: Sequence[Any] | None = None,
     exploit_structure: bool = True,
     method: str | None = None,
+    memory_limit: int | float | str | None = None,
 ) -> Solution | EGMSolution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
@@ -84,9 +86,15 @@ def solve(
     on the state and action grids) or None, the default: "egm" or "dcegm" where the model admits
     it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
     returned solution's ``method`` says which ran.
+
+    ``memory_limit`` (per device; grid method): None for 80% of the free device memory, bytes,
+    or a string such as "2GB" or "50%". The solve's peak is predicted before compiling; if the
+    grids' batch sizes do not fit, the largest that do are used (splay is value-identical),
+    and ``MemoryPlanError`` says what to do when none does (``project.solver.budget``).
     """
     check_log_level(log_level)
     if choose_method(model, method=method) in ("egm", "dcegm"):
+        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; EGM is not planned
         return solve_egm(model=model, params=params, log_level=log_level)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
@@ -98,7 +106,9 @@ def solve(
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
     known = known_facts(model, key=key) or KnownFacts(unit_slope=None, transitions_valid=False)
-    started, compiled_before = time.perf_counter(), compiled_programs(model)
+    memory = fit_solve(plan, memory_limit=memory_limit, mesh=mesh, slopes=known.unit_slope)
+    plan = memory.plan  # the model's batch sizes, or smaller ones that fit memory_limit
+    started, compiled_before = time.perf_counter(), compiled_programs(plan.model)
     run = _run_with_right_kernels(
         plan, known, device_params=device_params, points=points, mesh=mesh
     )
@@ -130,7 +140,7 @@ def solve(
         )
     if log_level in ("progress", "debug"):
         log_kernels(plan, run.choices)
-        compiled = compiled_programs(model) > compiled_before
+        compiled = compiled_programs(plan.model) > compiled_before
         logger.info(
             "Solved %r: %d periods in %.3f s%s.",
             model.name,
@@ -138,6 +148,7 @@ def solve(
             time.perf_counter() - started,
             " (compiling the program included)" if compiled else "",
         )
+        memory.log(what=f"solving {model.name!r}")
     return solution
 
 
