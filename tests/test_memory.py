@@ -268,7 +268,7 @@ def test_simulation_chunks_planned_to_a_limit_give_the_one_pass_results(caplog):
     solution = solve(model=model, params=params)
     conditions = initial(3000)
     one_pass = simulate(params=params, initial_conditions=conditions, solution=solution, seed=3)
-    with caplog.at_level(logging.INFO, logger="project.solver"):
+    with caplog.at_level(logging.INFO, logger="project.simulation"):
         limited = simulate(
             params=params,
             initial_conditions=conditions,

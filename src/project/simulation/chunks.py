@@ -15,6 +15,7 @@ largest multiple of the device count that does.
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,13 @@ class ChunkPlan:
 
     def log(self, *, what: str) -> None:
         """Log the prediction and the device's peak (progress level)."""
-        log_memory(what=what, estimate=self.estimate, limit=self.limit, devices=self.devices)
+        log_memory(
+            what=what,
+            estimate=self.estimate,
+            limit=self.limit,
+            devices=self.devices,
+            log=logging.getLogger("project.simulation"),
+        )
 
 
 def plan_chunk(
@@ -80,8 +87,8 @@ def plan_chunk(
                 f"Model {model.name!r}: simulating needs {format_bytes(fixed)} besides the "
                 f"subjects (next period's V for {n_periods} periods"
                 + (" and the result's columns" if _on_cpu(devices) else "")
-                + f") and {format_bytes(per_subject)} per subject and device (Q over "
-                f"{_actions(model)} actions and the history), above the memory limit "
+                + f") and {format_bytes(per_subject)} per subject (Q over "
+                f"{_actions(model)} actions and the subject's history), above the memory limit "
                 f"{format_bytes(limit.bytes)} ({limit.source}) even for one subject per device. "
                 "Raise memory_limit, simulate fewer subjects or periods, or use coarser "
                 "action grids."

@@ -236,15 +236,12 @@ class SolveMemory:
 
     def log(self, *, what: str) -> None:
         """Log the prediction, the splay chosen and the device's peak (progress level)."""
-        changes = "; ".join(
-            f"{state} splayed in chunks of {new} (the grid has batch_size={old})"
+        changes = "".join(
+            f"; {state} splayed in chunks of {new} to fit (its grid says batch_size={old})"
             for state, old, new in self.splayed
         )
         log_memory(
-            what=what + (f" ({changes})" if changes else ""),
-            estimate=self.estimate,
-            limit=self.limit,
-            devices=self.devices,
+            what=what, estimate=self.estimate, limit=self.limit, devices=self.devices, note=changes
         )
 
 
@@ -329,21 +326,29 @@ def _does_not_fit(
 
 
 def log_memory(
-    *, what: str, estimate: MemoryEstimate, limit: MemoryLimit, devices: Sequence[Any]
+    *,
+    what: str,
+    estimate: MemoryEstimate,
+    limit: MemoryLimit,
+    devices: Sequence[Any],
+    note: str = "",
+    log: logging.Logger = logger,
 ) -> None:
     """Log (at progress level) the predicted peak, the limit and the device's own peak."""
     peak = device_peak(devices)
+    platform = getattr(devices[0], "platform", "this") if devices else "this"
     measured = (
         f"the device's peak so far is {format_bytes(peak)} (memory_stats)"
         if peak is not None
-        else f"the {jax.default_backend().upper()} backend reports no device peak"
+        else f"the {platform.upper()} backend reports no device peak"
     )
     bound = format_bytes(limit.bytes) if limit.bytes is not None else "none"
-    logger.info(
-        "Memory of %s: predicted peak %s per device; limit %s (%s); %s.",
+    log.info(
+        "Memory of %s: predicted peak %s per device; limit %s (%s)%s; %s.",
         what,
         estimate.describe(),
         bound,
         limit.source,
+        note,
         measured,
     )
