@@ -4,6 +4,7 @@ Usage::
 
     uv run python benchmarks/memory.py [--quick] [--rounds 3] [--json bld/benchmarks/memory.json]
     uv run python benchmarks/memory.py --report bld/benchmarks/memory.json  # re-print only
+    uv run python benchmarks/memory.py --part speed --rounds 5  # only part 2
 
 Every configuration runs in its own interpreter (``--single <json>``).
 
@@ -283,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds of part 2")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per subprocess")
     parser.add_argument("--report", type=Path, help="only print the tables of a saved JSON")
+    parser.add_argument(
+        "--part", choices=("both", "predict", "speed"), default="both", help="which part to run"
+    )
     args = parser.parse_args(argv)
     if args.report:
         saved = json.loads(args.report.read_text())
@@ -294,13 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     env = os.environ | MALLOC_ENV
     script = Path(__file__)
     prediction = []
-    for config in prediction_configs(quick=args.quick):
+    for config in prediction_configs(quick=args.quick) if args.part != "speed" else []:
         if args.only and args.only not in label(config):
             continue
         print(f"running {label(config)}", file=sys.stderr, flush=True)
         prediction.append(run_child(script, config, timeout=args.timeout, env=env))
     speed: list[list[list[dict[str, Any]]]] = []
-    for case in speed_configs(quick=args.quick):
+    for case in speed_configs(quick=args.quick) if args.part != "predict" else []:
         rounds: list[list[dict[str, Any]]] = [[] for _ in case]
         for round_index in range(args.rounds):
             order = case if round_index % 2 == 0 else case[::-1]

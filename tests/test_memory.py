@@ -35,6 +35,7 @@ from project.solver.budget import (
 )
 from project.solver.memory import predict_solve_memory
 from project.solver.plan import general_plan, plan_for
+from project.solver.program import _build as program_builder
 from project.solver.program import solve_program
 from project.solver.selection import choose_kernels
 
@@ -126,6 +127,22 @@ def test_prediction_is_within_tolerance_of_xlas_buffer_assignment(x64, name, bat
     kernel, xla, predicted = xla_and_predicted(name, batch_size)
     assert kernel == name.split(",")[0]
     assert abs(predicted / xla - 1) <= TOLERANCE, (kernel, predicted, xla)
+
+
+@pytest.mark.parametrize("name", ["shift", "row"])
+def test_the_accelerator_block_term_is_within_a_factor_two_on_cpu(x64, name):
+    """The block path (accelerators), compiled for XLA:CPU: an estimate, not a GPU check."""
+    build, params, _ = CASES[name]
+    model = build(0)
+    plan = plan_for(model)
+    slopes = (bool(params.get("r", 0) == 0),) * model.n_periods
+    kernels = tuple(c.name for c in choose_kernels(plan, unit_slope=slopes))
+    program = jax.jit(program_builder(plan, kernels=kernels, mesh=None, block=64))
+    flat = pack_params(params_on_host(model=model, params=params))
+    analysis = program.lower(flat, grid_points_of(model)).compile().memory_analysis()
+    predicted = dict(predict_solve_memory(plan, kernels=kernels, block=64).parts)
+    ratio = predicted[f"{kernels[0]} kernel"] / analysis.temp_size_in_bytes
+    assert 0.5 <= ratio <= 2, ratio
 
 
 def test_splay_lowers_both_the_prediction_and_xlas_figure_alike():
