@@ -46,3 +46,7 @@ class InitialStateOutsideGridError(InitialConditionsError, StateOutsideGridError
 
 class InvalidStatesError(ProjectError, ValueError):
     """States given to evaluate a solution are missing, unknown or not valid codes or numbers."""
+
+
+class MemoryPlanError(ProjectError, ValueError):
+    """A memory limit is invalid, or no plan of a solve or simulation fits within it."""

@@ -31,6 +31,7 @@ from project.model.params import validate_params
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
 from project.regimes.solution import RegimeSolution
+from project.simulation.chunks import plan_chunk
 from project.simulation.initial import (
     _subjects,
     check_start_period,
@@ -39,6 +40,7 @@ from project.simulation.initial import (
 from project.simulation.regimes import simulate_regimes
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
+from project.solver.budget import memory_limit_of
 from project.solver.checks import check_log_level
 from project.solver.solution import Solution
 from project.solver.solve import grid_points_of
@@ -55,12 +57,14 @@ def simulate(
     subject_batch_size: int = 0,
     log_level: str = "warning",
     start_period: int = 0,
+    memory_limit: int | float | str | None = None,
 ) -> SimulationResult:
     """Simulate every subject over all periods; ``subject_batch_size=0`` runs one pass.
 
     ``start_period=k``: the initial conditions are the states in period k, and subjects live
     periods k..n_periods-1 (the result's columns). Draws in period t are those of a simulation
-    started in period 0.
+    started in period 0. ``memory_limit`` (as in ``solve``): where one pass, or chunks of
+    ``subject_batch_size``, would not fit, the largest chunk that fits runs (``chunks.py``).
     """
     check_log_level(log_level)
     if (
@@ -71,6 +75,7 @@ def simulate(
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
     if isinstance(solution, RegimeSolution):
+        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; not planned yet
         return simulate_regimes(
             params=params,
             initial_conditions=initial_conditions,
@@ -87,7 +92,15 @@ def simulate(
     method = solution.method
     devices = value_devices(solution.value_function[0]) if method == "grid" else jax.devices()[:1]
     mesh = subject_mesh(devices) if len(devices) > 1 else None
-    chunk = -(-(subject_batch_size or n_subjects) // len(devices)) * len(devices)
+    memory = plan_chunk(  # the chunk of subjects that fits memory_limit (results are the same)
+        solution=solution,
+        n_subjects=n_subjects,
+        n_periods=model.n_periods - start_period,
+        subject_batch_size=subject_batch_size,
+        devices=devices,
+        memory_limit=memory_limit,
+    )
+    chunk = memory.chunk
     padded = -(-n_subjects // chunk) * chunk
     float_dtype = working_float_dtype()
     grid_points = grid_points_of(model)
@@ -159,6 +172,8 @@ def simulate(
                 n_subjects,
                 time.perf_counter() - started,
             )
+    if log_level == "progress":
+        memory.log(what=f"simulating {n_subjects} subjects in chunks of {chunk}")
     _check_simulated_values(values=columns["value"], log_level=log_level, start_period=start_period)
     return SimulationResult.from_simulation(
         model=model,

@@ -76,6 +76,12 @@ def slope_guess(model: Model) -> tuple[bool, ...]:
     return _LAST_SLOPES.get(model, (True,) * model.n_periods)
 
 
+def inherit_slope_guess(model: Model, *, base: Model) -> None:
+    """Let ``model``, a copy of ``base`` with other batch sizes, guess ``base``'s last slopes."""
+    if base in _LAST_SLOPES:
+        _LAST_SLOPES[model] = _LAST_SLOPES[base]
+
+
 def needs_slope_probe(plan: SolvePlan) -> bool:
     """Return whether the shift kernel's slope must be checked per (params, period)."""
     return plan.structure.kind == "shift" and not plan.structure.unit_slope

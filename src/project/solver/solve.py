@@ -35,6 +35,7 @@ from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.solve import solve_regimes
 from project.regimes.spec import RegimeModel
+from project.solver.budget import fit_solve, memory_limit_of
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import (
     KnownFacts,
@@ -68,6 +69,7 @@ def solve(
     devices: Sequence[Any] | None = None,
     exploit_structure: bool = True,
     method: str | None = None,
+    memory_limit: int | float | str | None = None,
 ) -> Solution | EGMSolution | RegimeSolution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
@@ -88,11 +90,18 @@ def solve(
     it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
     returned solution's ``method`` says which ran.
 
+    ``memory_limit`` (per device; grid method without regimes): None for 80% of the free device
+    memory, bytes, or a string such as "2GB" or "50%". The solve's peak is predicted before
+    compiling; if the grids' batch sizes do not fit, the largest that do are used (splay is
+    value-identical), and ``MemoryPlanError`` says what to do when none does
+    (``project.solver.budget``).
+
     A ``project.regimes.RegimeModel`` is solved regime by regime in one program (one method for
     every regime) and returns a ``RegimeSolution``.
     """
     check_log_level(log_level)
     if isinstance(model, RegimeModel):
+        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; not planned yet
         return solve_regimes(
             model=model,
             params=params,
@@ -101,6 +110,7 @@ def solve(
             method=method,
         )
     if choose_method(model, method=method) in ("egm", "dcegm"):
+        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; EGM is not planned
         return solve_egm(model=model, params=params, log_level=log_level)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
@@ -112,7 +122,9 @@ def solve(
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
     known = known_facts(model, key=key) or KnownFacts(unit_slope=None, transitions_valid=False)
-    started, compiled_before = time.perf_counter(), compiled_programs(model)
+    memory = fit_solve(plan, memory_limit=memory_limit, mesh=mesh, slopes=known.unit_slope)
+    plan = memory.plan  # the model's batch sizes, or smaller ones that fit memory_limit
+    started, compiled_before = time.perf_counter(), compiled_programs(plan.model)
     run = _run_with_right_kernels(
         plan, known, device_params=device_params, points=points, mesh=mesh
     )
@@ -144,7 +156,7 @@ def solve(
         )
     if log_level in ("progress", "debug"):
         log_kernels(plan, run.choices)
-        compiled = compiled_programs(model) > compiled_before
+        compiled = compiled_programs(plan.model) > compiled_before
         logger.info(
             "Solved %r: %d periods in %.3f s%s.",
             model.name,
@@ -152,6 +164,7 @@ def solve(
             time.perf_counter() - started,
             " (compiling the program included)" if compiled else "",
         )
+        memory.log(what=f"solving {model.name!r}")
     return solution
 
 

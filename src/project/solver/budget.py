@@ -1,0 +1,354 @@
+"""Memory limits, and the splay that fits a solve into one before it is compiled.
+
+``memory_limit`` (per device) is None, the default: ``MEMORY_FRACTION`` of the memory free on
+the device (an accelerator's ``memory_stats()``: ``bytes_limit - bytes_in_use``; on CPU the
+system's available memory, ``MemAvailable``, shared by the process's CPU devices); an int or
+float number of bytes; or a string such as ``"2GB"``, ``"1.5 GiB"``, ``"512MiB"`` or ``"50%"``
+(of the free memory). ``fit_solve`` predicts the solve's peak (``memory.py``): if the model's
+own batch sizes fit they are kept, else the largest that fit are chosen, axis by axis (the
+continuous states the kernels sweep first, then the discrete ones), and the plan runs on a
+copy of the model with those batch sizes. Splay is value-identical, so the solution is too.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+import os
+import re
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from project.errors import MemoryPlanError
+from project.grids import Grid
+from project.model.spec import Model
+from project.solver.facts import inherit_slope_guess, needs_slope_probe
+from project.solver.memory import MemoryEstimate, format_bytes, predict_solve_memory
+from project.solver.plan import SolvePlan
+from project.solver.program import action_block
+from project.solver.selection import choose_kernels
+
+logger = logging.getLogger("project.solver")
+
+# The share of the free device memory a plan may fill by default: the rest absorbs what the
+# prediction does not count (XLA's scratch, the runtime) and its error (docs/tuning.md).
+MEMORY_FRACTION = 0.8
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+_PATTERN = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z%]*)\s*$", re.IGNORECASE)
+
+_SPLAYED: weakref.WeakKeyDictionary[Model, dict[tuple[tuple[str, int], ...], Model]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryLimit:
+    """A per-device memory limit in bytes and where it came from (for messages)."""
+
+    bytes: int | None
+    source: str
+
+
+def memory_limit_of(value: Any, *, devices: Sequence[Any]) -> MemoryLimit:
+    """Return the per-device limit ``value`` stands for (see the module docstring).
+
+    Raises ``MemoryPlanError`` for a value that is not a positive number of bytes, a size
+    string or a percentage.
+    """
+    if value is None or (isinstance(value, str) and value.strip().endswith("%")):
+        share = MEMORY_FRACTION if value is None else _percentage(value)
+        free = free_memory(devices)
+        if free is None:
+            return MemoryLimit(bytes=None, source="none: the device reports no free memory")
+        return MemoryLimit(
+            bytes=int(share * free), source=f"{share:.0%} of the {format_bytes(free)} free"
+        )
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        msg = (
+            f"memory_limit must be None, a number of bytes or a string such as '2GB', "
+            f"'1.5 GiB' or '50%', got {value!r} of type {type(value).__name__}."
+        )
+        raise MemoryPlanError(msg)
+    size = _parse_size(value) if isinstance(value, str) else float(value)
+    if not math.isfinite(size) or size < 1:
+        msg = (
+            f"memory_limit must be a positive, finite number of bytes, got {value!r}. Give "
+            "e.g. 2_000_000_000, '2GB' or '50%', or None for "
+            f"{MEMORY_FRACTION:.0%} of the free device memory."
+        )
+        raise MemoryPlanError(msg)
+    return MemoryLimit(bytes=int(size), source="memory_limit")
+
+
+def _percentage(value: str) -> float:
+    text = value.strip()[:-1].strip()
+    try:
+        share = float(text) / 100
+    except ValueError:
+        share = math.nan
+    if not (math.isfinite(share) and 0 < share <= 1):
+        msg = f"memory_limit {value!r}: a percentage must lie in (0%, 100%] of the free memory."
+        raise MemoryPlanError(msg)
+    return share
+
+
+def _parse_size(value: str) -> float:
+    match = _PATTERN.match(value)
+    unit = match.group(2).lower() if match else None
+    if match is None or unit not in _UNITS:
+        msg = (
+            f"memory_limit {value!r} is not a size: give a number and a unit of B, kB, MB, GB, "
+            "TB (powers of 1000), KiB, MiB, GiB, TiB (powers of 1024), e.g. '2GB' or "
+            "'1.5 GiB', or a percentage of the free memory such as '50%'."
+        )
+        raise MemoryPlanError(msg)
+    return float(match.group(1)) * _UNITS[unit]
+
+
+def free_memory(devices: Sequence[Any]) -> int | None:
+    """Return the memory free for one device's arrays, or None where nothing reports it.
+
+    Accelerators: ``bytes_limit - bytes_in_use`` of ``memory_stats()`` (the least over the
+    devices). CPU devices share the host's memory: its available memory over their number.
+    """
+    stats = [_stats(d) for d in devices]
+    if all(s and "bytes_limit" in s for s in stats):
+        return min(s["bytes_limit"] - s.get("bytes_in_use", 0) for s in stats)
+    host = _host_available()
+    cpu = sum(getattr(d, "platform", "") == "cpu" for d in devices)
+    return None if host is None or not cpu else host // cpu
+
+
+def device_peak(devices: Iterable[Any]) -> int | None:
+    """Return the largest ``peak_bytes_in_use`` of ``devices`` (None where not reported)."""
+    peaks = [s.get("peak_bytes_in_use") for s in map(_stats, devices) if s]
+    peaks = [p for p in peaks if p is not None]
+    return max(peaks) if peaks else None
+
+
+def _stats(device: Any) -> dict[str, int] | None:
+    try:
+        return device.memory_stats()
+    except (AttributeError, NotImplementedError, RuntimeError):
+        return None
+
+
+def _host_available() -> int | None:
+    """Return the host's available memory in bytes (``MemAvailable``), if known."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def largest_fitting(
+    predict: Any, *, axes: Mapping[str, int], start: Mapping[str, int], limit: int
+) -> tuple[dict[str, int], MemoryEstimate]:
+    """Return the largest chunk lengths per axis (in order) whose prediction fits ``limit``.
+
+    ``predict(chunks)`` returns a ``MemoryEstimate``; ``axes`` maps each axis that may be
+    chunked to its length, in the order to try; ``start`` holds the current chunk lengths (0:
+    whole). Each axis in turn gets the fewest chunks of equal length (``ceil(n / k)``) that fit;
+    an axis already down to length 1 passes on to the next. The last estimate is returned
+    whether it fits or not.
+    """
+    chunks = {a: start.get(a, 0) for a in axes}
+    estimate = predict(chunks)
+    for axis, length in axes.items():
+        if estimate.total <= limit:
+            break
+        current = min(chunks[axis] or length, length)
+        low, high = -(-length // current), length  # numbers of chunks
+        if low == high:
+            continue
+        trial = dict(chunks)
+        trial[axis] = 1
+        if predict(trial).total > limit:
+            chunks = trial
+            estimate = predict(chunks)
+            continue
+        while low < high:  # the fewest chunks that fit
+            middle = (low + high) // 2
+            trial[axis] = -(-length // middle)
+            if predict(trial).total <= limit:
+                high = middle
+            else:
+                low = middle + 1
+        chunks[axis] = -(-length // low)
+        estimate = predict(chunks)
+    return chunks, estimate
+
+
+def splayed_model(model: Model, batch_sizes: Mapping[str, int]) -> Model:
+    """Return ``model`` with these state batch sizes (a cached copy; the model is untouched)."""
+    changes = {n: b for n, b in batch_sizes.items() if model.states[n].batch_size != b}
+    if not changes:
+        return model
+    key = tuple(sorted(changes.items()))
+    per_model = _SPLAYED.setdefault(model, {})
+    if key not in per_model:
+        derived = copy.copy(model)
+        derived.states = {n: _with_batch_size(g, changes.get(n)) for n, g in model.states.items()}
+        per_model[key] = derived
+    return per_model[key]
+
+
+def _with_batch_size(grid: Grid, batch_size: int | None) -> Grid:
+    if batch_size is None:
+        return grid
+    changed = copy.copy(grid)
+    changed.batch_size = batch_size
+    return changed
+
+
+@dataclasses.dataclass(frozen=True)
+class SolveMemory:
+    """The plan a solve runs (its model splayed to fit), its predicted peak and the limit."""
+
+    plan: SolvePlan
+    estimate: MemoryEstimate
+    limit: MemoryLimit
+    devices: tuple[Any, ...]
+    splayed: tuple[tuple[str, int, int], ...]  # (state, model's batch size, chosen one)
+
+    def log(self, *, what: str) -> None:
+        """Log the prediction, the splay chosen and the device's peak (progress level)."""
+        changes = "".join(
+            f"; {state} splayed in chunks of {new} to fit (its grid says batch_size={old})"
+            for state, old, new in self.splayed
+        )
+        log_memory(
+            what=what, estimate=self.estimate, limit=self.limit, devices=self.devices, note=changes
+        )
+
+
+def fit_solve(
+    plan: SolvePlan, *, memory_limit: Any, mesh: Any, slopes: Sequence[bool] | None
+) -> SolveMemory:
+    """Return the plan that fits ``memory_limit``: the model's batch sizes, else smaller ones.
+
+    ``slopes``: the shift kernel's known slope pattern for these params (``facts.py``); when
+    unknown, the plan covers every kernel the solve may run. Raises ``MemoryPlanError`` when
+    even batch size 1 on every splayable axis does not fit.
+    """
+    model = plan.model
+    devices = tuple(mesh.devices.flat) if mesh is not None else tuple(jax.devices()[:1])
+    limit = memory_limit_of(memory_limit, devices=devices)
+    patterns = [slopes] if slopes is not None or not needs_slope_probe(plan) else [True, False]
+    kernels = {
+        c.name
+        for pattern in patterns
+        for c in choose_kernels(
+            plan,
+            unit_slope=(pattern,) * model.n_periods if isinstance(pattern, bool) else pattern,
+        )
+    }
+    block = action_block(plan, backend=devices[0].platform)
+    shards = dict(mesh.shape) if mesh is not None else {}
+
+    def predict(chunks: Mapping[str, int]) -> MemoryEstimate:
+        return predict_solve_memory(
+            plan, kernels=kernels, batch_sizes=chunks, block=block, shards=shards
+        )
+
+    start = {s: g.batch_size for s, g in model.states.items()}
+    if limit.bytes is None:
+        return SolveMemory(plan, predict(start), limit, devices, ())
+    axes = splay_axes(plan, shards=shards)
+    chunks, estimate = largest_fitting(predict, axes=axes, start=start, limit=limit.bytes)
+    if estimate.total > limit.bytes:
+        raise MemoryPlanError(_does_not_fit(model, estimate=estimate, limit=limit, axes=axes))
+    chosen = {**start, **chunks}
+    derived = splayed_model(model, chosen)
+    splayed = tuple((s, start[s], chosen[s]) for s in model.states if chosen[s] != start[s])
+    if derived is not model:
+        inherit_slope_guess(derived, base=model)
+        plan = dataclasses.replace(plan, model=derived)
+    return SolveMemory(plan, estimate, limit, devices, splayed)
+
+
+def splay_axes(plan: SolvePlan, *, shards: Mapping[str, int]) -> dict[str, int]:
+    """Return the state axes splay can cut, in the order to try, with their lengths.
+
+    The continuous states the kernels sweep come first (the largest first), then the discrete
+    ones; folded states are never swept and distributed ones are sharded instead.
+    """
+    model = plan.model
+    swept = [s for s in plan.swept_states if s not in model.permanent_states]
+    ordered = sorted(swept, key=lambda s: (model.states[s].is_discrete, -model.states[s].n_points))
+    return {s: model.states[s].n_points // shards.get(s, 1) for s in ordered}
+
+
+def _does_not_fit(
+    model: Model, *, estimate: MemoryEstimate, limit: MemoryLimit, axes: Mapping[str, int]
+) -> str:
+    splay = (
+        f"even with {', '.join(axes)} splayed to batch_size=1"
+        if axes
+        else "and no state axis is left to splay"
+    )
+    largest, size = max(estimate.parts, key=lambda part: part[1])
+    culprit = (
+        f"The solution (V and the policies of all {model.n_periods} periods) alone takes "
+        f"{format_bytes(size)}, which splay cannot reduce"
+        if largest == "solution"
+        else f"Its largest part is the {largest}'s per-period arrays, {format_bytes(size)}"
+    )
+    return (
+        f"Model {model.name!r}: the solve needs about {estimate.describe()} per device "
+        f"{splay}, above the memory limit {format_bytes(limit.bytes or 0)} ({limit.source}). "
+        f"{culprit}. Raise memory_limit, use fewer grid points or periods, or shard a "
+        "permanent state over more devices (distributed=True)."
+    )
+
+
+def log_memory(
+    *,
+    what: str,
+    estimate: MemoryEstimate,
+    limit: MemoryLimit,
+    devices: Sequence[Any],
+    note: str = "",
+    log: logging.Logger = logger,
+) -> None:
+    """Log (at progress level) the predicted peak, the limit and the device's own peak."""
+    peak = device_peak(devices)
+    platform = getattr(devices[0], "platform", "this") if devices else "this"
+    measured = (
+        f"the device's peak so far is {format_bytes(peak)} (memory_stats)"
+        if peak is not None
+        else f"the {platform.upper()} backend reports no device peak"
+    )
+    bound = format_bytes(limit.bytes) if limit.bytes is not None else "none"
+    log.info(
+        "Memory of %s: predicted peak %s per device; limit %s (%s)%s; %s.",
+        what,
+        estimate.describe(),
+        bound,
+        limit.source,
+        note,
+        measured,
+    )
