@@ -6,12 +6,19 @@ retired and dead regimes, without mortality, has the single-regime model's V at 
 retirement "working" and "retired" (the retiree's V does not depend on income).
 """
 
+import logging
+
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from project import solve
-from project.errors import InvalidStatesError, InvalidTransitionError, ModelSpecificationError
+from project.errors import (
+    InvalidStatesError,
+    InvalidTransitionError,
+    MemoryPlanError,
+    ModelSpecificationError,
+)
 from project.grids import DiscreteGrid, LinSpacedGrid
 from project.model import Model
 from project.models import ijrs, lifecycle, lifecycle_regimes, precautionary
@@ -538,3 +545,95 @@ def test_debug_level_locates_nans_in_the_regime_that_has_them():
     )
     with pytest.raises(InvalidValueFunctionError, match="Regime 'broken': V is NaN at"):
         solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid", log_level="debug")
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory planning with regimes
+# ---------------------------------------------------------------------------------------------
+
+
+def regime_program_memory(model, params, *, structure: bool = True):
+    """Return (XLA's buffer assignment of the regime program, the predicted peak) in bytes."""
+    from project.model.params import pack_params, params_on_host
+    from project.regimes.grid import _program, regime_grid_points
+    from project.regimes.memory import predict_regime_memory
+    from project.solver.plan import general_plan, plan_for
+    from project.solver.selection import choose_kernels
+
+    plans = {r: plan_for(v) if structure else general_plan(v) for r, v in model.regimes.items()}
+    names = {r: choose_kernels(p, unit_slope=None)[0].name for r, p in plans.items()}
+    flat = pack_params(params_on_host(model=model, params=params))
+    compiled = _program(model, plans, names).lower(flat, regime_grid_points(model)).compile()
+    analysis = compiled.memory_analysis()
+    xla = (
+        analysis.temp_size_in_bytes
+        + analysis.output_size_in_bytes
+        + analysis.argument_size_in_bytes
+    )
+    return xla, predict_regime_memory(model, plans, names).total
+
+
+@pytest.mark.parametrize("structure", [True, False], ids=["row", "general"])
+@pytest.mark.parametrize("case", ["lifecycle", "mortal"])
+def test_regime_prediction_is_within_a_quarter_of_xlas_buffer_assignment(x64, case, structure):
+    if case == "lifecycle":
+        model = lifecycle_regimes.build_model(
+            n_wealth=300, n_consumption=100, n_periods=3, taste_shocks=True
+        )
+        params = lifecycle_regimes.default_params() | {"taste_shock_scale": 0.01}
+    else:
+        model = mortal(precautionary.build_model(n_wealth=1000, n_consumption=200, n_periods=3))
+        params = precautionary.DEFAULT_PARAMS | {"survival": SURVIVAL}
+    xla, predicted = regime_program_memory(model, params, structure=structure)
+    assert abs(predicted / xla - 1) <= 0.25, (predicted, xla)
+
+
+def test_a_memory_limit_splays_regimes_and_leaves_v_alike(x64, caplog):
+    from project.regimes.memory import predict_regime_memory
+    from project.solver.plan import plan_for
+
+    model = lifecycle_regimes.build_model(n_wealth=300, n_consumption=100, n_periods=3)
+    params = lifecycle_regimes.default_params()
+    whole = solve(model=model, params=params, method="grid")
+    plans = {r: plan_for(v) for r, v in model.regimes.items()}
+    names = dict.fromkeys(plans, "row")
+    unsplayed = predict_regime_memory(model, plans, names).total
+    with caplog.at_level(logging.INFO, logger="project.solver"):
+        limited = solve(
+            model=model,
+            params=params,
+            method="grid",
+            memory_limit=int(0.8 * unsplayed),
+            log_level="progress",
+        )
+    assert "splayed in chunks of" in caplog.text
+    for regime in model.regimes:
+        np.testing.assert_array_equal(
+            limited.solution(regime).values, whole.solution(regime).values
+        )
+    with pytest.raises(MemoryPlanError, match="regime solve needs about"):
+        solve(model=model, params=params, method="grid", memory_limit=1000)
+    with pytest.raises(MemoryPlanError, match="memory_limit"):
+        solve(model=model, params=params, memory_limit="plenty")
+
+
+def test_a_memory_limit_plans_regime_simulation_chunks(mortal_simulation, caplog):
+    from project.simulation import simulate
+
+    _, params, solution, init, result = mortal_simulation
+    with caplog.at_level(logging.INFO, logger="project.simulation"):
+        limited = simulate(
+            params=params,
+            initial_conditions=init,
+            solution=solution,
+            seed=7,
+            memory_limit="2MB",
+            log_level="progress",
+        )
+    chunk = int(caplog.text.split("MiB, ")[-1].split(" subjects")[0])
+    assert 0 < chunk < result.n_subjects
+    assert limited.to_dataframe().equals(result.to_dataframe())
+    with pytest.raises(MemoryPlanError, match="even for one subject"):
+        simulate(
+            params=params, initial_conditions=init, solution=solution, seed=7, memory_limit="1MB"
+        )

@@ -1,5 +1,10 @@
-"""Models of several regimes (working life, retirement, death) linked by regime transitions."""
+"""Models of several regimes (working life, retirement, death) linked by regime transitions.
 
+``project.solver.solve`` solves a ``RegimeModel`` (its dispatch imports ``regimes.solve``), and
+the regime modules use the solver's building blocks: the solver package is imported first.
+"""
+
+import project.solver  # noqa: F401  (import order: see above)
 from project.regimes.spec import RegimeModel, RegimeView, TerminalRegime
 
 __all__ = ["RegimeModel", "RegimeView", "TerminalRegime"]

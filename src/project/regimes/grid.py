@@ -27,6 +27,7 @@ from project.regimes.continuation import (
     RegimeContinuation,
     raise_for_regime_checks,
 )
+from project.regimes.memory import fit_regimes
 from project.regimes.spec import RegimeModel
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import fact_columns, program_facts
@@ -59,8 +60,13 @@ def solve_on_grid(
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
     exploit_structure: bool = True,
+    memory_limit: Any = None,
 ) -> dict[str, Solution]:
-    """Solve every regime of ``model`` on its grids; return each regime's ``Solution``."""
+    """Solve every regime of ``model`` on its grids; return each regime's ``Solution``.
+
+    ``memory_limit`` as in ``project.solver.solve``: the regimes are splayed to fit it
+    (``memory.py``).
+    """
     check_log_level(log_level)
     host_params = params_on_host(model=model, params=params)
     flat = pack_params(host_params)
@@ -69,9 +75,11 @@ def solve_on_grid(
     }
     choices = {r: choose_kernels(plan, unit_slope=None) for r, plan in plans.items()}
     names = {r: _one_kernel(c) for r, c in choices.items()}
+    memory = fit_regimes(model, plans, names, memory_limit=memory_limit)
     points = regime_grid_points(model)
     started = time.perf_counter()
-    values, policies, reports = _program(model, plans, names)(jax.device_put(flat), points)
+    program = _program(model, memory.plans, names)
+    values, policies, reports = program(jax.device_put(flat), points)
     tables = {r: np.asarray(report) for r, report in reports.items()}
     solutions: dict[str, Solution] = {}
     continuation = solution_continuation(model, solutions=solutions, params=host_params)
@@ -110,6 +118,7 @@ def solve_on_grid(
             model.n_periods,
             time.perf_counter() - started,
         )
+        memory.log(what=f"solving {model.name!r}")
     return solutions
 
 
@@ -154,7 +163,15 @@ def _one_kernel(choices: tuple[Any, ...]) -> str:
 def _program(
     model: RegimeModel, plans: Mapping[str, SolvePlan], names: Mapping[str, str]
 ) -> Callable[..., Any]:
-    key = (tuple(names.items()), tuple(p.structure for p in plans.values()), str(float_dtype()))
+    splay = tuple(
+        (r, tuple((s, g.batch_size) for s, g in p.model.states.items())) for r, p in plans.items()
+    )
+    key = (
+        tuple(names.items()),
+        tuple(p.structure for p in plans.values()),
+        splay,
+        str(float_dtype()),
+    )
     programs = _PROGRAMS.setdefault(model, {})
     if key not in programs:
         programs[key] = jax.jit(_build(model, plans, names))

@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import jax
+
 from project.egm.structure import egm_obstacle
 from project.errors import ModelSpecificationError
 from project.regimes.grid import solve_on_grid
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
+from project.solver.budget import memory_limit_of
 from project.solver.checks import LogLevel
 
 METHODS = ("egm", "dcegm", "grid")
@@ -22,14 +25,23 @@ def solve_regimes(
     log_level: LogLevel = "warning",
     exploit_structure: bool = True,
     method: str | None = None,
+    memory_limit: Any = None,
 ) -> RegimeSolution:
-    """Solve every regime; ``method`` as in ``project.solver.solve`` (one method for all)."""
+    """Solve every regime; ``method`` and ``memory_limit`` as in ``project.solver.solve``.
+
+    One method for all regimes; the memory of (DC-)EGM is not planned (the limit is validated).
+    """
     chosen = choose_regime_method(model, method=method)
     if chosen == "grid":
         solutions = solve_on_grid(
-            model=model, params=params, log_level=log_level, exploit_structure=exploit_structure
+            model=model,
+            params=params,
+            log_level=log_level,
+            exploit_structure=exploit_structure,
+            memory_limit=memory_limit,
         )
     else:
+        memory_limit_of(memory_limit, devices=jax.devices()[:1])
         from project.regimes.egm import solve_on_endogenous_grids  # noqa: PLC0415
 
         solutions = solve_on_endogenous_grids(model=model, params=params, log_level=log_level)

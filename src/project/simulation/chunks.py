@@ -27,6 +27,7 @@ import numpy as np
 from project.errors import MemoryPlanError
 from project.model.spec import Model
 from project.points import float_dtype
+from project.regimes.solution import RegimeSolution
 from project.solver.budget import MemoryLimit, log_memory, memory_limit_of
 from project.solver.memory import (
     INT32,
@@ -106,7 +107,17 @@ def plan_chunk(
 def _subject_bytes(
     solution: Any, *, n_subjects: int, n_periods: int, devices: Sequence[Any]
 ) -> tuple[int, int]:
-    """Return (bytes per subject of a chunk, bytes that do not depend on the chunk)."""
+    """Return (bytes per subject of a chunk, bytes that do not depend on the chunk).
+
+    With regimes every subject runs every regime's step (its own regime's result is kept):
+    the regimes' figures add up, an upper bound for the histories and columns they share.
+    """
+    if isinstance(solution, RegimeSolution):
+        parts = [
+            _subject_bytes(s, n_subjects=n_subjects, n_periods=n_periods, devices=devices)
+            for s in solution.solutions.values()
+        ]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     model: Model = solution.model
     f = np.dtype(float_dtype()).itemsize
     on_cpu = _on_cpu(devices)

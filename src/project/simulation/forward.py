@@ -40,7 +40,6 @@ from project.simulation.initial import (
 from project.simulation.regimes import simulate_regimes
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
-from project.solver.budget import memory_limit_of
 from project.solver.checks import check_log_level
 from project.solver.solution import Solution
 from project.solver.solve import grid_points_of
@@ -75,7 +74,6 @@ def simulate(
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
     if isinstance(solution, RegimeSolution):
-        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; not planned yet
         return simulate_regimes(
             params=params,
             initial_conditions=initial_conditions,
@@ -83,6 +81,8 @@ def simulate(
             seed=seed,
             subject_batch_size=subject_batch_size,
             start_period=start_period,
+            memory_limit=memory_limit,
+            log_level=log_level,
         )
     model = solution.model
     check_start_period(start_period=start_period, n_periods=model.n_periods)

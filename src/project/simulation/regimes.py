@@ -25,6 +25,7 @@ from project.model.params import validate_params
 from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView
+from project.simulation.chunks import plan_chunk
 from project.simulation.initial import (
     MISSING_CODE,
     REGIME,
@@ -51,10 +52,13 @@ def simulate_regimes(
     seed: int,
     subject_batch_size: int = 0,
     start_period: int = 0,
+    memory_limit: Any = None,
+    log_level: str = "warning",
 ) -> SimulationResult:
     """Simulate every subject; ``initial_conditions`` include ``regime`` (labels or codes).
 
     A subject needs the states of its initial regime; the others may be missing (NaN/None).
+    ``memory_limit`` plans the chunk of subjects as for one model (``chunks.py``).
     """
     model = solution.model
     check_start_period(start_period=start_period, n_periods=model.n_periods)
@@ -63,7 +67,17 @@ def simulate_regimes(
         model=model, initial_conditions=initial_conditions
     )
     n_subjects = regime.size
-    chunk = subject_batch_size or n_subjects
+    memory = plan_chunk(
+        solution=solution,
+        n_subjects=n_subjects,
+        n_periods=model.n_periods - start_period,
+        subject_batch_size=subject_batch_size,
+        devices=jax.devices()[:1],
+        memory_limit=memory_limit,
+    )
+    chunk = memory.chunk
+    if log_level in ("progress", "debug"):
+        memory.log(what=f"simulating {n_subjects} subjects of {model.name!r}")
     dtype = float_dtype()
     periods = [jnp.int32(t) for t in range(model.n_periods)]
     ages = [jnp.asarray(a, dtype=dtype) for a in model.ages]

@@ -90,7 +90,7 @@ def solve(
     it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
     returned solution's ``method`` says which ran.
 
-    ``memory_limit`` (per device; grid method without regimes): None for 80% of the free device
+    ``memory_limit`` (per device; grid method, regimes too): None for 80% of the free device
     memory, bytes, or a string such as "2GB" or "50%". The solve's peak is predicted before
     compiling; if the grids' batch sizes do not fit, the largest that do are used (splay is
     value-identical), and ``MemoryPlanError`` says what to do when none does
@@ -101,13 +101,13 @@ def solve(
     """
     check_log_level(log_level)
     if isinstance(model, RegimeModel):
-        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; not planned yet
         return solve_regimes(
             model=model,
             params=params,
             log_level=log_level,
             exploit_structure=exploit_structure,
             method=method,
+            memory_limit=memory_limit,
         )
     if choose_method(model, method=method) in ("egm", "dcegm"):
         memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; EGM is not planned
