@@ -323,3 +323,22 @@ def test_progress_logs_the_prediction_and_says_when_no_peak_is_reported(caplog):
     else:
         assert "peak so far" in caplog.text
     assert jnp.zeros(()).dtype  # the backend stayed usable
+
+
+@pytest.mark.parametrize("taste_shocks", [False, True])
+def test_an_egm_program_above_the_limit_raises_with_xlas_figure(taste_shocks):
+    model = ijrs.build_model(n_periods=4, n_savings=60, taste_shocks=taste_shocks)
+    params = ijrs.DEFAULT_PARAMS | ({"taste_shock_scale": 0.05} if taste_shocks else {})
+    with pytest.raises(MemoryPlanError, match=r"XLA's buffer assignment.*raise memory_limit"):
+        solve(model=model, params=params, memory_limit=1_000)
+    solution = solve(model=model, params=params, memory_limit="1GB")
+    assert solution.method == "dcegm"
+    assert bool(np.isfinite(np.asarray(solution.arrays.value_equivalent[:, :, :, 1:])).all())
+
+
+def test_egm_progress_logs_xlas_buffer_assignment(caplog):
+    model = ijrs.build_model(n_periods=3, n_savings=40)
+    with caplog.at_level(logging.INFO, logger="project.solver"):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, log_level="progress")
+    assert "XLA's buffer assignment of the compiled program" in caplog.text
+    assert "temporaries" in caplog.text

@@ -615,6 +615,12 @@ def test_a_memory_limit_splays_regimes_and_leaves_v_alike(x64, caplog):
         solve(model=model, params=params, method="grid", memory_limit=1000)
     with pytest.raises(MemoryPlanError, match="memory_limit"):
         solve(model=model, params=params, memory_limit="plenty")
+    with pytest.raises(MemoryPlanError, match=r"regimes\) by endogenous grids needs"):
+        solve(
+            model=lifecycle_regimes.build_model(n_periods=3, n_savings=50),
+            params=params,
+            memory_limit=1000,
+        )
 
 
 def test_a_memory_limit_plans_regime_simulation_chunks(mortal_simulation, caplog):

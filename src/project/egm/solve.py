@@ -27,13 +27,14 @@ from project.errors import InvalidValueFunctionError, ModelSpecificationError
 from project.model.params import pack_params, params_on_host
 from project.model.spec import Model
 from project.points import float_dtype
+from project.solver.budget import check_buffers, compiled_buffers
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.facts import MAX_CACHED_PARAMS, fingerprint
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
 
-_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[int, Callable[..., Any]]] = (
+_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[Any, Callable[..., Any]]] = (
     weakref.WeakKeyDictionary()
 )
 _WINDOWS: weakref.WeakKeyDictionary[Model, int] = weakref.WeakKeyDictionary()
@@ -47,9 +48,17 @@ TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
 
 
 def solve_egm(
-    *, model: Model, params: Mapping[str, Any], log_level: LogLevel = "warning"
+    *,
+    model: Model,
+    params: Mapping[str, Any],
+    log_level: LogLevel = "warning",
+    memory_limit: Any = None,
 ) -> EGMSolution:
-    """Solve ``model`` by EGM and return its endogenous-grid solution."""
+    """Solve ``model`` by EGM and return its endogenous-grid solution.
+
+    ``memory_limit`` (as in ``project.solver.solve``) is checked against XLA's buffer
+    assignment of the compiled program before it runs (``budget.check_buffers``).
+    """
     check_log_level(log_level)
     structure = egm_structure(model)
     host_params = params_on_host(model=model, params=params)
@@ -66,14 +75,15 @@ def solve_egm(
     started = time.perf_counter()
     device_params = jax.device_put(flat)
     window = _WINDOWS.get(model, WINDOW)
-    arrays, report = _program(model, window=window)(device_params, savings)
+    fits = {"memory_limit": memory_limit, "log_level": log_level}
+    arrays, report = _program(model, window=window, **fits)(device_params, savings)
     table = np.asarray(report)
     runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
     if structure.discrete_actions and table[:, REPORT_COLUMNS.index("non_monotone")].any():
         window = max(runs, 2 * window)
         _WINDOWS[model] = window
         logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
-        arrays, report = _program(model, window=window)(device_params, savings)
+        arrays, report = _program(model, window=window, **fits)(device_params, savings)
         table = np.asarray(report)
     arrays = jax.tree.map(
         lambda x: x.reshape(model.n_periods, *structure.discrete_shape, *x.shape[2:]), arrays
@@ -95,12 +105,30 @@ def solve_egm(
     return solution
 
 
-def _program(model: Model, *, window: int) -> Callable[..., Any]:
-    """Return the model's program for envelope ``window`` (built once each)."""
+def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) -> Callable[..., Any]:
+    """Return the model's program for envelope ``window``, compiled once per dtype.
+
+    Its buffers are checked against ``memory_limit`` at every call (the limit may change).
+    """
     programs = _PROGRAMS.setdefault(model, {})
-    if window not in programs:
-        programs[window] = build_program(model, window=window)
-    return programs[window]
+    key = (window, str(float_dtype()))
+    if key not in programs:
+        flat = jax.ShapeDtypeStruct((_n_params(model),), float_dtype())
+        savings = jax.ShapeDtypeStruct(_savings(model).shape, float_dtype())
+        compiled = build_program(model, window=window).lower(flat, savings).compile()
+        programs[key] = (compiled, compiled_buffers(compiled))
+    compiled, buffers = programs[key]
+    check_buffers(
+        buffers,
+        memory_limit=memory_limit,
+        what=f"Model {model.name!r} by {egm_structure(model).method.upper()}",
+        log_level=log_level,
+    )
+    return compiled
+
+
+def _n_params(model: Model) -> int:
+    return sum(int(np.prod(shape, dtype=int)) for shape in model.params_template.values())
 
 
 def _savings(model: Model) -> jax.Array:

@@ -12,6 +12,7 @@ and its own savings grid; a regime without discrete actions is plain EGM, one wi
 from __future__ import annotations
 
 import logging
+import math
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -37,6 +38,7 @@ from project.regimes.continuation import (
     raise_for_regime_checks,
 )
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView, missing_states
+from project.solver.budget import check_buffers, compiled_buffers
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.sweep import compose
 
@@ -49,9 +51,16 @@ _WINDOWS: weakref.WeakKeyDictionary[RegimeModel, int] = weakref.WeakKeyDictionar
 
 
 def solve_on_endogenous_grids(
-    *, model: RegimeModel, params: Mapping[str, Any], log_level: LogLevel = "warning"
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    log_level: LogLevel = "warning",
+    memory_limit: Any = None,
 ) -> dict[str, EGMSolution]:
-    """Solve every regime of ``model`` by (DC-)EGM; return each regime's ``EGMSolution``."""
+    """Solve every regime of ``model`` by (DC-)EGM; return each regime's ``EGMSolution``.
+
+    ``memory_limit`` is checked against XLA's buffer assignment of the compiled program.
+    """
     check_log_level(log_level)
     host_params = params_on_host(model=model, params=params)
     savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
@@ -63,7 +72,8 @@ def solve_on_endogenous_grids(
     started = time.perf_counter()
     device_params = jax.device_put(pack_params(host_params))
     window = _WINDOWS.get(model, WINDOW)
-    arrays, reports = _program(model, window=window)(device_params, savings)
+    fits = {"memory_limit": memory_limit, "log_level": log_level}
+    arrays, reports = _program(model, window=window, **fits)(device_params, savings)
     tables = {r: np.asarray(report) for r, report in reports.items()}
     monotone = REPORT_COLUMNS.index("non_monotone")
     runs = max(int(t[:, REPORT_COLUMNS.index("runs")].max()) for t in tables.values())
@@ -71,7 +81,7 @@ def solve_on_endogenous_grids(
         window = max(runs, 2 * window)
         _WINDOWS[model] = window
         logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
-        arrays, reports = _program(model, window=window)(device_params, savings)
+        arrays, reports = _program(model, window=window, **fits)(device_params, savings)
         tables = {r: np.asarray(report) for r, report in reports.items()}
     solutions = {}
     for regime, view in model.regimes.items():
@@ -98,12 +108,31 @@ def solve_on_endogenous_grids(
     return solutions
 
 
-def _program(model: RegimeModel, *, window: int) -> Callable[..., Any]:
+def _program(
+    model: RegimeModel, *, window: int, memory_limit: Any, log_level: str
+) -> Callable[..., Any]:
+    """Return the program for envelope ``window``, compiled once per dtype, its memory checked."""
     programs = _PROGRAMS.setdefault(model, {})
     key = (window, str(float_dtype()))
     if key not in programs:
-        programs[key] = _build(model, window=window)
-    return programs[key]
+        dtype = float_dtype()
+        flat = jax.ShapeDtypeStruct(
+            (sum(math.prod(s) for s in model.params_template.values()),), dtype
+        )
+        savings = {
+            r: jax.ShapeDtypeStruct((v.post_decision_grid.n_points,), dtype)
+            for r, v in model.regimes.items()
+        }
+        compiled = _build(model, window=window).lower(flat, savings).compile()
+        programs[key] = (compiled, compiled_buffers(compiled))
+    compiled, buffers = programs[key]
+    check_buffers(
+        buffers,
+        memory_limit=memory_limit,
+        what=f"Model {model.name!r} ({len(model.regimes)} regimes) by endogenous grids",
+        log_level=log_level,
+    )
+    return compiled
 
 
 def regime_targets(model: RegimeModel, *, source: str) -> tuple[Target, ...]:

@@ -5,14 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import jax
-
 from project.egm.structure import egm_obstacle
 from project.errors import ModelSpecificationError
 from project.regimes.grid import solve_on_grid
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
-from project.solver.budget import memory_limit_of
 from project.solver.checks import LogLevel
 
 METHODS = ("egm", "dcegm", "grid")
@@ -27,10 +24,7 @@ def solve_regimes(
     method: str | None = None,
     memory_limit: Any = None,
 ) -> RegimeSolution:
-    """Solve every regime; ``method`` and ``memory_limit`` as in ``project.solver.solve``.
-
-    One method for all regimes; the memory of (DC-)EGM is not planned (the limit is validated).
-    """
+    """Solve every regime; ``method`` and ``memory_limit`` as in ``project.solver.solve``."""
     chosen = choose_regime_method(model, method=method)
     if chosen == "grid":
         solutions = solve_on_grid(
@@ -41,10 +35,11 @@ def solve_regimes(
             memory_limit=memory_limit,
         )
     else:
-        memory_limit_of(memory_limit, devices=jax.devices()[:1])
         from project.regimes.egm import solve_on_endogenous_grids  # noqa: PLC0415
 
-        solutions = solve_on_endogenous_grids(model=model, params=params, log_level=log_level)
+        solutions = solve_on_endogenous_grids(
+            model=model, params=params, log_level=log_level, memory_limit=memory_limit
+        )
     first = next(iter(solutions.values()))
     return RegimeSolution(model=model, params=dict(first.params), solutions=solutions)
 

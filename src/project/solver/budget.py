@@ -352,3 +352,52 @@ def log_memory(
         note,
         measured,
     )
+
+
+def compiled_buffers(compiled: Any) -> MemoryEstimate | None:
+    """Return XLA's buffer assignment of a compiled program (None where not reported).
+
+    Outputs, arguments and temporaries of ``compiled.memory_analysis()`` (a few milliseconds:
+    read it once per program).
+    """
+    analysis = compiled.memory_analysis()
+    if analysis is None:
+        return None
+    return MemoryEstimate(
+        parts=(
+            ("outputs", int(analysis.output_size_in_bytes)),
+            ("arguments", int(analysis.argument_size_in_bytes)),
+            ("temporaries", int(analysis.temp_size_in_bytes)),
+        ),
+        batch_sizes=(),
+    )
+
+
+def check_buffers(
+    buffers: MemoryEstimate | None, *, memory_limit: Any, what: str, log_level: str
+) -> None:
+    """Raise ``MemoryPlanError`` when a compiled program's buffers exceed ``memory_limit``.
+
+    For programs without a knob to turn ((DC-)EGM): ``buffers`` is XLA's own figure
+    (``compiled_buffers``), known before the program runs. It is logged at "progress".
+    """
+    devices = tuple(jax.devices()[:1])
+    limit = memory_limit_of(memory_limit, devices=devices)
+    if buffers is None:  # a backend without buffer statistics: nothing to check
+        return
+    if limit.bytes is not None and buffers.total > limit.bytes:
+        msg = (
+            f"{what} needs {buffers.describe()} per device (XLA's buffer assignment of the "
+            f"compiled program), above the memory limit {format_bytes(limit.bytes)} "
+            f"({limit.source}). It has no batch size to splay: use fewer savings points, "
+            "periods or discrete states, or raise memory_limit."
+        )
+        raise MemoryPlanError(msg)
+    if log_level in ("progress", "debug"):
+        log_memory(
+            what=what,
+            estimate=buffers,
+            limit=limit,
+            devices=devices,
+            note="; XLA's buffer assignment of the compiled program",
+        )

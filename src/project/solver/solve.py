@@ -35,7 +35,7 @@ from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.solve import solve_regimes
 from project.regimes.spec import RegimeModel
-from project.solver.budget import fit_solve, memory_limit_of
+from project.solver.budget import fit_solve
 from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
 from project.solver.facts import (
     KnownFacts,
@@ -90,11 +90,12 @@ def solve(
     it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
     returned solution's ``method`` says which ran.
 
-    ``memory_limit`` (per device; grid method, regimes too): None for 80% of the free device
-    memory, bytes, or a string such as "2GB" or "50%". The solve's peak is predicted before
-    compiling; if the grids' batch sizes do not fit, the largest that do are used (splay is
-    value-identical), and ``MemoryPlanError`` says what to do when none does
-    (``project.solver.budget``).
+    ``memory_limit`` (per device): None for 80% of the free device memory, bytes, or a string
+    such as "2GB" or "50%". On the grids the solve's peak is predicted before compiling; if the
+    grids' batch sizes do not fit, the largest that do are used (splay is value-identical), and
+    ``MemoryPlanError`` says what to do when none does (``project.solver.budget``). A (DC-)EGM
+    program has nothing to splay: XLA's buffer assignment of the compiled program is checked
+    against the limit before it runs.
 
     A ``project.regimes.RegimeModel`` is solved regime by regime in one program (one method for
     every regime) and returns a ``RegimeSolution``.
@@ -110,8 +111,7 @@ def solve(
             memory_limit=memory_limit,
         )
     if choose_method(model, method=method) in ("egm", "dcegm"):
-        memory_limit_of(memory_limit, devices=jax.devices()[:1])  # validated; EGM is not planned
-        return solve_egm(model=model, params=params, log_level=log_level)
+        return solve_egm(model=model, params=params, log_level=log_level, memory_limit=memory_limit)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
     flat_params = pack_params(host_params)
