@@ -50,6 +50,7 @@ from project.config import (
     SRC,
     VARIANTS,
 )
+from project.nodes import directory_product
 from project.persist import MARKER_NAME
 
 MODEL_SOURCES = [
@@ -77,6 +78,7 @@ ENGINE_SOURCES = [
 ]
 """Every module the solve imports (the model, both solvers, the shared helpers)."""
 PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
+PIPELINE_SOURCE = SRC / "pipeline.py"
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
 FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
 CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
@@ -154,18 +156,19 @@ for variant in VARIANTS.values():
         specification_file: Path = variant_dir / "model.json",
         engine_sources: list[Path] = ENGINE_SOURCES,
         persist_sources: list[Path] = PERSIST_SOURCES,
-        produces: Path = variant_dir / "solution" / MARKER_NAME,
+        pipeline_source: Path = PIPELINE_SOURCE,
+        produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
-        """Solve the variant and save V and the policy (skipped when up to date)."""
+        """Solve the variant and save V and the policy (skipped when up to date and intact)."""
         from project.pipeline import solve_variant
 
         solve_variant(
             specification=json.loads(specification_file.read_text()),
             directory=produces.parent,
-            sources=[*ENGINE_SOURCES, *PERSIST_SOURCES],
+            sources=[*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE],
         )
 
-    simulation_products = {"bundle": variant_dir / "simulation" / MARKER_NAME}
+    simulation_products = {"bundle": directory_product(variant_dir / "simulation" / MARKER_NAME)}
     if variant.name == DEFAULT_VARIANT:
         simulation_products["table"] = BLD / "simulated_data.arrow"
 
@@ -173,13 +176,15 @@ for variant in VARIANTS.values():
     def task_simulate(
         settings_json: str,
         specification_file: Path = variant_dir / "model.json",
-        solution_marker: Path = variant_dir / "solution" / MARKER_NAME,
+        solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
         simulation_sources: list[Path] = SIMULATION_SOURCES,
         persist_sources: list[Path] = PERSIST_SOURCES,
+        pipeline_source: Path = PIPELINE_SOURCE,
         produces: dict[str, Path] = simulation_products,
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
         from project.persist import save_bundle
+        from project.persist.atomic import copy_atomically
         from project.pipeline import simulate_variant
 
         result = simulate_variant(
@@ -189,14 +194,14 @@ for variant in VARIANTS.values():
         )
         save_bundle(result=result, directory=produces["bundle"].parent)
         if "table" in produces:
-            shutil.copyfile(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
+            copy_atomically(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
 
     calibration_dir = variant_dir / "calibration"
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
     def task_calibrate(
         settings_json: str,
-        bundle_marker: Path = variant_dir / "simulation" / MARKER_NAME,
+        bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         targets_file: Path = CALIBRATION["targets"],
         calibration_sources: list[Path] = CALIBRATION_SOURCES,
         produces: dict[str, Path] = _calibration_paths(calibration_dir),
@@ -223,7 +228,7 @@ for variant in VARIANTS.values():
     @task(id=variant.name)
     def task_plot_policy_functions(
         specification_file: Path = variant_dir / "model.json",
-        solution_marker: Path = variant_dir / "solution" / MARKER_NAME,
+        solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
         analysis_sources: list[Path] = FIGURE_SOURCES,
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
@@ -239,7 +244,7 @@ for variant in VARIANTS.values():
 
     @task(id=variant.name)
     def task_plot_lifecycle_profiles(
-        bundle_marker: Path = variant_dir / "simulation" / MARKER_NAME,
+        bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         analysis_sources: list[Path] = FIGURE_SOURCES,
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
@@ -253,9 +258,9 @@ for variant in VARIANTS.values():
         )
 
 
-BUNDLE_MARKERS = {v: BLD / v / "simulation" / MARKER_NAME for v in VARIANTS}
+BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
-SOLUTION_MARKERS = {v: BLD / v / "solution" / MARKER_NAME for v in VARIANTS}
+SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
 
 
 def task_plot_variant_comparison(

@@ -19,6 +19,7 @@ import project.persist.bundle as bundle_module
 from project import CheckpointError, ModelSpecificationError, solve
 from project.models import lifecycle
 from project.persist import load_bundle, save_bundle
+from project.persist.manifest import write_marker
 from project.simulation import draw_initial_conditions, simulate
 
 MARKER = bundle_module.MARKER_NAME
@@ -143,7 +144,8 @@ def test_saving_twice_gives_identical_bytes(result, saved, tmp_path):
     for name in (TABLE, MARKER, "metadata.json"):
         assert (tmp_path / "again" / name).read_bytes() == (saved / name).read_bytes(), name
     marker = json.loads((saved / MARKER).read_text())
-    assert set(marker) == {"arrays_sha256", "simulated_data_sha256"}
+    assert set(marker) == {"content_sha256", "files", "kind", "manifest_version", "sha256"}
+    assert {TABLE, "metadata.json"} <= set(marker["files"])
 
 
 def test_marker_changes_when_the_content_changes(result, saved, tmp_path):
@@ -151,8 +153,10 @@ def test_marker_changes_when_the_content_changes(result, saved, tmp_path):
     save_bundle(result=dataclasses.replace(result, columns=columns), directory=tmp_path / "changed")
     old = json.loads((saved / MARKER).read_text())
     new = json.loads((tmp_path / "changed" / MARKER).read_text())
-    assert old["arrays_sha256"] != new["arrays_sha256"]
-    assert old["simulated_data_sha256"] != new["simulated_data_sha256"]
+    assert old["sha256"] != new["sha256"]
+    assert old["files"][TABLE] != new["files"][TABLE]
+    arrays = [n for n in old["files"] if n.startswith("arrays/columns.value/0")]
+    assert arrays and all(old["files"][n] != new["files"][n] for n in arrays)
 
 
 def test_loading_never_unpickles(saved, monkeypatch):
@@ -176,6 +180,7 @@ def test_failure_mid_save_keeps_the_previous_bundle(result, bundle_copy, monkeyp
         save_bundle(result=changed, directory=bundle_copy)
     assert {p: p.read_bytes() for p in bundle_copy.rglob("*") if p.is_file()} == before
     assert [p.name for p in bundle_copy.parent.iterdir()] == ["bundle"], "staging left over"
+    assert not bundle_copy.is_symlink()
     assert load_bundle(directory=bundle_copy).seed == 7
 
 
@@ -229,13 +234,13 @@ def test_missing_marker_raises(bundle_copy):
 
 def test_missing_metadata_raises(bundle_copy):
     (bundle_copy / "metadata.json").unlink()
-    with pytest.raises(CheckpointError, match=r"has no metadata\.json.*partial.*pytask"):
+    with pytest.raises(CheckpointError, match=r"metadata\.json is missing.*damaged.*pytask"):
         load_bundle(directory=bundle_copy)
 
 
 def test_missing_arrays_raise(bundle_copy):
     shutil.rmtree(bundle_copy / "arrays")
-    with pytest.raises(CheckpointError, match=r"has no arrays/ directory.*pytask"):
+    with pytest.raises(CheckpointError, match=r"arrays/.* is missing.*pytask"):
         load_bundle(directory=bundle_copy)
 
 
@@ -243,22 +248,25 @@ def test_garbage_arrays_raise(bundle_copy):
     for path in (bundle_copy / "arrays").rglob("*"):
         if path.is_file():
             path.write_bytes(b"garbage")
-    with pytest.raises(CheckpointError, match=r"Cannot read the arrays.*pytask"):
+    with pytest.raises(CheckpointError, match=r"arrays/.*does not match the digest.*pytask"):
         load_bundle(directory=bundle_copy)
 
 
-@pytest.mark.parametrize("name", ["metadata.json", MARKER])
-def test_invalid_json_raises(bundle_copy, name):
+@pytest.mark.parametrize(
+    ("name", "match"),
+    [("metadata.json", "does not match the digest"), (MARKER, "not valid JSON")],
+)
+def test_invalid_json_raises(bundle_copy, name, match):
     (bundle_copy / name).write_text('{"model": ')
-    with pytest.raises(CheckpointError, match=rf"{name}.*not valid JSON.*pytask"):
+    with pytest.raises(CheckpointError, match=rf"{name}.*{match}.*pytask"):
         load_bundle(directory=bundle_copy)
 
 
 def test_arrays_that_do_not_match_the_marker_raise(bundle_copy):
     marker = json.loads((bundle_copy / MARKER).read_text())
-    marker["arrays_sha256"] = "0" * 64
+    next(iter(marker["files"].values()))["sha256"] = "0" * 64
     (bundle_copy / MARKER).write_text(json.dumps(marker))
-    with pytest.raises(CheckpointError, match=r"do not match the digest.*corrupted"):
+    with pytest.raises(CheckpointError, match=r"does not match its digest.*damaged"):
         load_bundle(directory=bundle_copy)
 
 
@@ -317,10 +325,16 @@ def test_a_simulation_from_a_later_period_round_trips(late_result, tmp_path):
     pd.testing.assert_frame_equal(with_model.to_dataframe(additional_targets=["utility"]), table)
 
 
+def _rewrite_metadata(bundle, metadata):
+    """Replace the metadata and sign it in the marker (a consistent, if unusual, bundle)."""
+    (bundle / "metadata.json").write_text(json.dumps(metadata))
+    write_marker(bundle, kind=bundle_module.KIND)
+
+
 def test_bundle_without_start_period_loads_as_started_in_period_zero(result, bundle_copy):
     metadata = json.loads((bundle_copy / "metadata.json").read_text())
     del metadata["start_period"]
-    (bundle_copy / "metadata.json").write_text(json.dumps(metadata))
+    _rewrite_metadata(bundle_copy, metadata)
     loaded = load_bundle(directory=bundle_copy)
     assert loaded.start_period == 0
     pd.testing.assert_frame_equal(loaded.to_dataframe(), result.to_dataframe())
@@ -337,6 +351,6 @@ def test_bundle_without_start_period_loads_as_started_in_period_zero(result, bun
 def test_a_wrong_start_period_in_the_metadata_raises(bundle_copy, start_period, match):
     metadata = json.loads((bundle_copy / "metadata.json").read_text())
     metadata["start_period"] = start_period
-    (bundle_copy / "metadata.json").write_text(json.dumps(metadata))
+    _rewrite_metadata(bundle_copy, metadata)
     with pytest.raises(CheckpointError, match=match):
         load_bundle(directory=bundle_copy)

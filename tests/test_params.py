@@ -155,3 +155,53 @@ def test_ragged_array_param(model, params):
     params["disutility_of_work"] = [[0.1, 0.2], [0.3]]
     with pytest.raises(ParamsError, match=r"disutility_of_work"):
         validate_params(model=model, params=params)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("beta", float("nan")),
+        ("r", float("inf")),
+        ("disutility_of_work", [0.15, -float("inf")]),
+    ],
+)
+def test_non_finite_params_are_refused_by_name(model, params, name, value):
+    params[name] = value
+    with pytest.raises(ParamsError, match=rf"\['{name}'\] are not finite"):
+        validate_params(model=model, params=params)
+
+
+@pytest.mark.parametrize("beta", [0.0, -0.5])
+def test_a_discount_factor_that_is_not_positive_is_refused(model, params, beta):
+    params["beta"] = beta
+    with pytest.raises(ParamsError, match=r"discount factor 'beta' must be > 0"):
+        validate_params(model=model, params=params)
+
+
+@pytest.mark.parametrize("bad", [None, [("beta", 0.9)], "beta=0.9"])
+def test_params_that_are_no_mapping_are_refused(model, bad):
+    with pytest.raises(ParamsError, match=r"params must be a mapping.*Give e\.g\."):
+        validate_params(model=model, params=bad)
+
+
+def test_simulate_refuses_params_other_than_the_solutions(model, params):
+    from project import solve
+    from project.simulation import draw_initial_conditions, simulate
+
+    solution = solve(model=model, params=params)
+    initial = draw_initial_conditions(
+        model=model,
+        n_subjects=4,
+        seed=0,
+        distribution={
+            "pref_type": {"probabilities": [0.5, 0.5]},
+            "lagged_retirement": {"label": "working"},
+            "income": {"probabilities": [1 / 3] * 3},
+            "wealth": {"uniform": [1, 5]},
+        },
+    )
+    other = params | {"beta": 0.9}
+    with pytest.raises(ParamsError, match=r"\['beta'\] differ from those the solution"):
+        simulate(params=other, initial_conditions=initial, solution=solution, seed=0)
+    result = simulate(params=params, initial_conditions=initial, solution=solution, seed=0)
+    assert result.n_subjects == 4

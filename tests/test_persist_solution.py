@@ -14,6 +14,15 @@ import project.persist.solution as solution_module
 from project import CheckpointError, solve
 from project.models import precautionary
 from project.persist import MARKER_NAME, atomic_directory, load_solution, save_solution
+from project.persist.manifest import write_marker
+
+
+def _published(directory):
+    """Return the names beside a product: its link and its one generation, nothing else."""
+    names = sorted(p.name for p in directory.parent.iterdir())
+    assert len(names) == 2 and directory.is_symlink(), names
+    assert names[0].startswith(f".{directory.name}.") and "writing" not in names[0], names
+    return names
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +67,7 @@ def test_failure_mid_save_keeps_the_previous_product(solved, tmp_path, monkeypat
     with pytest.raises(OSError, match="disk full"):
         save_solution(solution=solution, directory=directory)
     assert sorted(p.relative_to(directory) for p in directory.rglob("*")) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["solution"], "staging directory left over"
+    _published(directory)
     load_solution(directory=directory, model=model)
 
 
@@ -69,11 +78,12 @@ def test_killed_process_leaves_no_complete_looking_directory(tmp_path):
         import time
         from pathlib import Path
         from project.persist import atomic_directory
-        with atomic_directory(Path({str(target)!r})) as staging:
+        from project.persist.manifest import write_marker
+        marker = lambda staging: write_marker(staging, kind="test")
+        with atomic_directory(Path({str(target)!r}), digest_of=marker) as staging:
             (staging / "half.bin").write_bytes(b"0" * 1000)
             print("writing", flush=True)
             time.sleep(60)
-            (staging / "COMPLETE.json").write_text("{{}}")
     """)
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "writing"
@@ -85,12 +95,16 @@ def test_killed_process_leaves_no_complete_looking_directory(tmp_path):
 
 def test_atomic_directory_replaces_an_existing_product(tmp_path):
     target = tmp_path / "product"
-    with atomic_directory(target) as staging:
+
+    def marker(staging):
+        return write_marker(staging, kind="test")
+
+    with atomic_directory(target, digest_of=marker) as staging:
         (staging / "a.txt").write_text("old")
-    with atomic_directory(target) as staging:
+    with atomic_directory(target, digest_of=marker) as staging:
         (staging / "b.txt").write_text("new")
-    assert sorted(p.name for p in target.iterdir()) == ["b.txt"]
-    assert [p.name for p in tmp_path.iterdir()] == ["product"]
+    assert sorted(p.name for p in target.iterdir()) == ["COMPLETE.json", "b.txt"]
+    _published(target)
 
 
 def test_missing_marker_raises_with_rebuild_hint(solved, tmp_path):
@@ -113,7 +127,7 @@ def test_corrupted_arrays_raise(solved, tmp_path):
     for path in (tmp_path / "solution" / "arrays").rglob("*"):
         if path.is_file():
             path.write_bytes(b"garbage")
-    with pytest.raises(CheckpointError, match="Cannot read the arrays"):
+    with pytest.raises(CheckpointError, match=r"arrays/.*does not match the digest recorded"):
         load_solution(directory=tmp_path / "solution", model=model)
 
 

@@ -12,6 +12,8 @@ _EXPORTS = {
     **dict.fromkeys(
         (
             "CheckpointError",
+            "ConfigurationError",
+            "ConfigurationError",
             "GridInitializationError",
             "InitialConditionsError",
             "InitialStateOutsideGridError",

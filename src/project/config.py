@@ -8,9 +8,12 @@ here reruns exactly that variant's chain.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from project.errors import ConfigurationError
 
 SRC = Path(__file__).parent.resolve()
 ROOT = SRC.parents[1]
@@ -53,13 +56,36 @@ class Variant:
     x64: bool = False
     simulation: SimulationSettings = field(default_factory=SimulationSettings)
 
+    def __post_init__(self) -> None:
+        """Refuse names that are no safe identifiers (they become paths under ``bld/``)."""
+        if not isinstance(self.name, str) or not SAFE_NAME.fullmatch(self.name):
+            msg = (
+                f"Variant name {self.name!r} is not a safe identifier: use letters, digits and "
+                "underscores, starting with a letter (it names the folder bld/<name>)."
+            )
+            raise ConfigurationError(msg)
+        if not isinstance(self.model, str) or not SAFE_NAME.fullmatch(self.model):
+            msg = f"Variant {self.name!r}: model must name a shipped model, got {self.model!r}."
+            raise ConfigurationError(msg)
+        for part in ("sizes", "params"):
+            value = getattr(self, part)
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                msg = f"Variant {self.name!r}: {part} must be a dict with str keys, got {value!r}."
+                raise ConfigurationError(msg)
+
+
+SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+
 
 PROFILE = os.environ.get("PROJECT_PROFILE", "default")
 """``default``: the paper's sizes; ``smoke``: tiny grids and panels that build in seconds."""
 
 if PROFILE not in {"default", "smoke"}:
-    msg = f"PROJECT_PROFILE must be 'default' or 'smoke', got {PROFILE!r}."
-    raise ValueError(msg)
+    msg = (
+        f"PROJECT_PROFILE must be 'default' or 'smoke', got {PROFILE!r}. Unset it for the "
+        "paper's sizes or set PROJECT_PROFILE=smoke for a tiny build."
+    )
+    raise ConfigurationError(msg)
 
 SIZES: dict[str, int | bool] = (
     {"n_wealth": 100, "n_consumption": 100, "n_periods": 30, "n_savings": 200}

@@ -50,3 +50,7 @@ class InvalidStatesError(ProjectError, ValueError):
 
 class MemoryPlanError(ProjectError, ValueError):
     """A memory limit is invalid, or no plan of a solve or simulation fits within it."""
+
+
+class ConfigurationError(ProjectError, ValueError):
+    """The pipeline's configuration (variants, profile) names something unknown or unsafe."""

@@ -10,6 +10,7 @@ from repeating a long solve.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 from collections.abc import Sequence
@@ -21,10 +22,21 @@ import jax
 import pandas as pd
 
 from project.config import SimulationSettings, Variant
-from project.errors import ParamsError
+from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.model.spec import Model
 from project.models import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS
-from project.persist.solution import MARKER_NAME, load_solution, package_versions, save_solution
+from project.persist.atomic import write_bytes_atomically
+from project.persist.bundle import load_table
+from project.persist.manifest import verify_directory
+from project.persist.solution import (
+    KIND,
+    REBUILD_HINT,
+    load_solution,
+    package_versions,
+    read_metadata,
+    read_provenance,
+    save_solution,
+)
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
 from project.solver import Solution, solve
 from project.taste_shocks import TASTE_SHOCK_SCALE
@@ -87,14 +99,29 @@ def write_json_if_changed(*, content: dict[str, Any], path: Path) -> bool:
     text = json.dumps(content, indent=2, sort_keys=True) + "\n"
     if path.exists() and path.read_text() == text:
         return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    write_bytes_atomically(path, text.encode())
     return True
 
 
 def build_variant_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
-    """Return the shipped model ``model`` built with ``sizes``."""
-    return MODEL_BUILDERS[model](**sizes)
+    """Return the shipped model ``model`` built with ``sizes``.
+
+    Raises ``ConfigurationError`` for an unknown model or size name, naming the known ones.
+    """
+    if model not in MODEL_BUILDERS:
+        msg = f"Unknown model {model!r} in a variant; shipped models: {sorted(MODEL_BUILDERS)}."
+        raise ConfigurationError(msg)
+    builder = MODEL_BUILDERS[model]
+    known = [
+        name
+        for name, parameter in inspect.signature(builder).parameters.items()
+        if parameter.kind is inspect.Parameter.KEYWORD_ONLY
+    ]
+    unknown = sorted(set(sizes) - set(known))
+    if unknown:
+        msg = f"Unknown sizes {unknown} for model {model!r}; its build_model takes {known}."
+        raise ConfigurationError(msg)
+    return builder(**sizes)
 
 
 def fingerprint(*, specification: dict[str, Any], sources: Sequence[Path]) -> str:
@@ -109,11 +136,13 @@ def fingerprint(*, specification: dict[str, Any], sources: Sequence[Path]) -> st
 def solve_variant(
     *, specification: dict[str, Any], directory: Path, sources: Sequence[Path]
 ) -> bool:
-    """Solve the specified model into ``directory`` unless it is up to date; say if solved."""
+    """Solve the specified model into ``directory`` unless it is up to date; say if solved.
+
+    An existing solution counts only when every file matches its marker's digests and its
+    fingerprint is the expected one; a damaged one is logged and solved again.
+    """
     expected = fingerprint(specification=specification, sources=sources)
-    metadata_file = Path(directory) / "metadata.json"
-    complete = (Path(directory) / MARKER_NAME).exists() and metadata_file.exists()
-    if complete and json.loads(metadata_file.read_text()).get("fingerprint") == expected:
+    if _intact_fingerprint(Path(directory)) == expected:
         logger.info("Solution of %r is up to date; not solving again.", specification["name"])
         return False
     jax.config.update("jax_enable_x64", specification["x64"])
@@ -124,9 +153,22 @@ def solve_variant(
     save_solution(
         solution=solution,
         directory=directory,
-        extra={"variant": specification["name"], "fingerprint": expected},
+        provenance={"variant": specification["name"], "fingerprint": expected},
     )
     return True
+
+
+def _intact_fingerprint(directory: Path) -> str | None:
+    """Return the fingerprint of the verified solution in ``directory`` (None: absent, damaged)."""
+    if not directory.exists():
+        return None
+    try:
+        verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
+        read_metadata(directory)
+        return read_provenance(directory).get("fingerprint")
+    except CheckpointError as error:
+        logger.warning("Solving again: %s", error)
+        return None
 
 
 def simulate_variant(
@@ -161,10 +203,14 @@ def load_variant_solution(*, specification: dict[str, Any], directory: Path) -> 
 
 
 def solution_method(*, directory: Path) -> str:
-    """Return the method that produced the solution saved in ``directory`` ("dcegm", "grid")."""
-    return json.loads((Path(directory) / "metadata.json").read_text()).get("method", "grid")
+    """Return the method that produced the solution saved in ``directory`` ("dcegm", "grid").
+
+    Its metadata is checked against the marker's digest first.
+    """
+    verify_directory(Path(directory), kind=KIND, hint=REBUILD_HINT, names=("metadata.json",))
+    return read_metadata(Path(directory)).get("method", "grid")
 
 
 def load_panel(*, bundle_marker: Path) -> pd.DataFrame:
-    """Read the simulated table of the bundle whose marker is ``bundle_marker``."""
-    return pd.read_feather(Path(bundle_marker).parent / "simulated_data.arrow")
+    """Read the simulated table of the bundle whose marker is ``bundle_marker`` (verified)."""
+    return load_table(Path(bundle_marker).parent)

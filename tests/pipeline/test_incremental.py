@@ -99,20 +99,35 @@ def edit(path: Path, old: str, new: str) -> None:
 
 
 def product_digests(root: Path) -> dict[str, str]:
-    """Return SHA-256 of every product except orbax internals and LaTeX by-products."""
+    """Return SHA-256 of every product file as its path reads (through generation links).
+
+    Orbax checkpoints included; LaTeX by-products and benchmarks left out. Hidden generation
+    directories are reached through their links; other hidden entries would be leftovers.
+    """
     skipped_suffixes = {".aux", ".log", ".fls", ".fdb_latexmk", ".out", ".synctex.gz"}
     digests = {}
-    for path in sorted((root / "bld").rglob("*")):
-        relative = path.relative_to(root)
-        if (
-            not path.is_file()
-            or "arrays" in relative.parts
-            or path.suffix in skipped_suffixes
-            or relative.parts[1] == "benchmarks"
-        ):
-            continue
-        digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    for directory, folders, files in os.walk(root / "bld", followlinks=True):
+        folders[:] = sorted(f for f in folders if not f.startswith("."))
+        for name in sorted(files):
+            path = Path(directory) / name
+            relative = path.relative_to(root)
+            if path.suffix in skipped_suffixes or relative.parts[1] == "benchmarks":
+                continue
+            digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
+
+
+def hidden_entries(root: Path) -> list[str]:
+    """Return hidden entries in bld/ and its folders that are no product's current generation."""
+    bld = root / "bld"
+    folders = [bld, *(p for p in bld.iterdir() if p.is_dir() and not p.name.startswith("."))]
+    found = []
+    for folder in folders:
+        for path in sorted(folder.glob(".*")):
+            product = folder / path.name[1:].split(".")[0]
+            if not (product.is_symlink() and product.resolve() == path.resolve()):
+                found.append(str(path.relative_to(root)))
+    return found
 
 
 SOLVE_IMPORTS = textwrap.dedent("""
@@ -269,3 +284,35 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     parallel_digests = product_digests(root)
     assert parallel_digests
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}
+
+
+def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build):
+    """Damage each product kind in a built bld/; the next pytask rebuilds exactly those."""
+    root, _, _ = serial_build
+    build(root)  # the previous test ends on a partial build (only the solves)
+    assert executed(build(root)) == set()
+    before = product_digests(root)
+    bld = root / "bld"
+    array_files = [p for p in (bld / "baseline/solution/arrays").rglob("*") if p.is_file()]
+    largest = max(array_files, key=lambda p: p.stat().st_size)
+    data = bytearray(largest.read_bytes())
+    for i in range(len(data) // 2, min(len(data), len(data) // 2 + 64)):
+        data[i] ^= 0xFF
+    largest.write_bytes(bytes(data))  # same size: only the time stamp and the digest tell
+    table = bld / "baseline/simulation/simulated_data.arrow"
+    table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
+    (bld / "low_pension/simulation/COMPLETE.json").write_text("")
+    (bld / "simulated_data.arrow").write_bytes(b"")
+    metadata = bld / "baseline_grid/solution/metadata.json"
+    metadata.write_text(metadata.read_text().replace('"float', '"float1', 1))
+
+    ran = executed(build(root))
+    assert {
+        "task_solve[baseline]",
+        "task_simulate[baseline]",
+        "task_simulate[low_pension]",
+        "task_solve[baseline_grid]",
+    } <= ran
+    assert product_digests(root) == before
+    assert hidden_entries(root) == []
+    assert executed(build(root)) == set()

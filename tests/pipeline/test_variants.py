@@ -170,3 +170,42 @@ def test_dcegm_consumption_profiles_are_smooth_and_grid_ones_are_not(solved):
         for name, values in (("dcegm", dcegm), ("grid", grid))
     }
     assert curvature["dcegm"] < curvature["grid"] / 3, curvature
+
+
+@pytest.mark.parametrize(
+    "name", ["../escape", "/abs/path", "", "baseline variant", "1st", "a/b", ".hidden", None]
+)
+def test_unsafe_variant_names_are_refused(name):
+    from project.config import Variant
+    from project.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match=r"not a safe identifier.*bld/<name>"):
+        Variant(name=name)
+
+
+def test_unknown_models_and_sizes_name_the_known_ones():
+    from project.errors import ConfigurationError
+    from project.pipeline import build_variant_model
+
+    with pytest.raises(ConfigurationError, match=r"Unknown model 'lifecycel'.*'lifecycle'"):
+        build_variant_model(model="lifecycel", sizes={})
+    with pytest.raises(ConfigurationError, match=r"Unknown sizes \['n_walth'\].*'n_wealth'"):
+        build_variant_model(model="lifecycle", sizes={"n_walth": 10})
+
+
+def test_an_unknown_profile_is_refused_with_our_error():
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", "import project.config"],
+        env=os.environ | {"PROJECT_PROFILE": "bogus"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "ConfigurationError: PROJECT_PROFILE must be 'default' or 'smoke', got 'bogus'" in (
+        result.stderr
+    )

@@ -16,8 +16,6 @@ the paths written.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,6 +26,7 @@ from matplotlib.figure import Figure
 
 from project.calibration.errors import CalibrationError
 from project.calibration.outcome import CalibrationOutcome
+from project.persist.atomic import atomic_file
 
 FIGURE_SIZE = (6.0, 4.0)
 FIGURE_DPI = 100
@@ -126,16 +125,5 @@ def _cell(value: object) -> str:
 
 def _atomic(path: Path, write: Callable[[str], object]) -> None:
     """Write through ``write(temporary path)`` next to ``path``, then rename into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(handle)
-    mask = os.umask(0)
-    os.umask(mask)
-    Path(temporary).chmod(0o666 & ~mask)
-    try:
-        write(temporary)
-        Path(temporary).replace(path)
-    finally:
-        if Path(temporary).exists():
-            Path(temporary).unlink()
+    with atomic_file(Path(path)) as temporary:
+        write(str(temporary))

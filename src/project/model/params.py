@@ -1,4 +1,4 @@
-"""Check user parameters against a model's template (names and shapes); pack them for a solve."""
+"""Check user parameters against a model's template (names, shapes, finite values); pack them."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ from project.taste_shocks import check_taste_shock_scale
 if TYPE_CHECKING:
     from project.model.spec import Model
 
+DISCOUNT_FACTOR = "beta"
+"""The discount factor's name: every model has it (``project.model.spec``)."""
+
 
 def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp.ndarray]:
     """Return params as float JAX arrays (working precision) after checking names and shapes."""
@@ -25,6 +28,12 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
 def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Return params as float NumPy arrays (working precision) after checking names and shapes."""
     template = model.params_template
+    if not isinstance(params, Mapping):
+        msg = (
+            f"Model {model.name!r}: params must be a mapping of names to numbers, got "
+            f"{type(params).__name__}. Give e.g. {dict.fromkeys(template, 0.0)}."
+        )
+        raise ParamsError(msg)
     missing = sorted(set(template) - set(params))
     extra = sorted(set(params) - set(template))
     if missing or extra:
@@ -61,7 +70,26 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
         raise ParamsError(msg)
     if model.taste_shocks:
         check_taste_shock_scale(model_name=model.name, params=converted)
+    _check_values(model_name=model.name, params=converted)
     return converted
+
+
+def _check_values(*, model_name: str, params: Mapping[str, np.ndarray]) -> None:
+    """Raise ``ParamsError`` for non-finite params and a discount factor that is not positive."""
+    bad = sorted(name for name, value in params.items() if not np.isfinite(value).all())
+    if bad:
+        msg = (
+            f"Model {model_name!r}: params {bad} are not finite (NaN or inf): "
+            f"{ {name: params[name].tolist() for name in bad} }. Give finite numbers."
+        )
+        raise ParamsError(msg)
+    beta = params.get(DISCOUNT_FACTOR)
+    if beta is not None and not (beta > 0).all():
+        msg = (
+            f"Model {model_name!r}: the discount factor {DISCOUNT_FACTOR!r} must be > 0, got "
+            f"{beta.tolist()}."
+        )
+        raise ParamsError(msg)
 
 
 def pack_params(values: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -77,3 +105,32 @@ def unpack_params(*, model: Model, flat: jnp.ndarray) -> dict[str, jnp.ndarray]:
         unpacked[key] = flat[offset : offset + size].reshape(shape)
         offset += size
     return unpacked
+
+
+def check_solved_params(
+    *, model_name: str, params: Mapping[str, Any], solved: Mapping[str, Any]
+) -> None:
+    """Raise ``ParamsError`` unless ``params`` equal those a solution was solved with.
+
+    Both are compared in working precision; ``params`` are checked ones (``validate_params``).
+    """
+    differ = sorted(
+        name
+        for name, value in params.items()
+        if name not in solved
+        or not np.array_equal(
+            np.asarray(value), np.asarray(solved[name], dtype=np.asarray(value).dtype)
+        )
+    )
+    if differ:
+        shown = {n: (np.asarray(params[n]).tolist(), _listed(solved.get(n))) for n in differ}
+        msg = (
+            f"Model {model_name!r}: params {differ} differ from those the solution was solved "
+            f"with (given, solved): {shown}. Simulate with the solution's params "
+            "(solution.params) or solve again with the new ones."
+        )
+        raise ParamsError(msg)
+
+
+def _listed(value: Any) -> Any:
+    return None if value is None else np.asarray(value).tolist()

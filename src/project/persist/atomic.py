@@ -1,45 +1,228 @@
-"""Write a directory product all-or-nothing.
+"""Publish products without a gap: generations behind an atomically flipped link.
 
-Everything is written into a temporary sibling directory, which is renamed into place only
-after the body finished. An exception or a killed process at any point leaves the previous
-product intact and no directory under the target name that looks complete.
+A directory product ``bld/x/solution`` is a symbolic link to a generation directory beside it,
+``bld/x/.solution.<digest>``, named after the content digest of its marker. A save writes into a
+staging directory ``.solution.writing-<host>-<pid>-<random>``, syncs every file and the
+directory to disk, renames the staging directory to its generation name and then replaces the
+link with ``os.replace`` (a ``rename(2)`` of a new link over the old one). At every instant the
+product's path therefore resolves to the complete old or the complete new generation, never to
+neither: a process killed at any point leaves one of them in place. The previous generation is
+removed after the flip. Saving identical content again finds its generation already in place
+and changes nothing (not even modification times).
+
+A single-file product is written to ``.<name>.writing-<host>-<pid>-<random>`` beside it,
+synced, and renamed over it (``atomic_file``).
+
+Leftovers of killed writers (staging directories, temporaries, unreferenced generations) are
+removed by the next save into the same folder: a staging name records its writer's host and
+process id, and one whose process is still alive on this host is left alone.
+
+Promised on POSIX file systems with atomic ``rename(2)`` (local disks, NFS for one writer per
+product): a killed process never exposes a partial product; after a power loss a product whose
+link flip reached the disk is complete (files and directories are synced before the flip). Not
+promised: readers that resolved the link before a flip may see the old generation disappear
+once the writer removes it (pytask never reads a product while its task writes it); a product
+path that is a plain directory (written by an older version) is moved aside once before the
+first link is made, a short gap that happens only during that migration.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import shutil
-import tempfile
-from collections.abc import Iterator
+import socket
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 MARKER_NAME = "COMPLETE.json"
-"""The file written last into every directory product: its presence means "complete"."""
+"""The file written last into every directory product: its digests describe the product."""
+WRITING = "writing"
+DIGEST_LENGTH = 16
+
+
+def staging_path(target: Path) -> Path:
+    """Return a fresh staging name beside ``target`` that records this host and process."""
+    host = socket.gethostname().replace("-", "_")
+    return target.parent / f".{target.name}.{WRITING}-{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def generation_path(target: Path, *, digest: str) -> Path:
+    """Return the generation directory of ``target`` holding content with ``digest``."""
+    return target.parent / f".{target.name}.{digest[:DIGEST_LENGTH]}"
 
 
 @contextlib.contextmanager
-def atomic_directory(target: Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory that replaces ``target`` when the block succeeds."""
+def atomic_directory(target: Path, *, digest_of: Callable[[Path], str]) -> Iterator[Path]:
+    """Yield a staging directory; publish it as ``target``'s generation when the block succeeds.
+
+    ``digest_of(staging)`` is called after the block and names the generation (it writes the
+    marker, see ``project.persist.manifest``).
+    """
     target = Path(target).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.writing-", dir=target.parent))
-    staging.chmod(0o777 & ~_current_umask())
+    remove_leftovers(target)
+    staging = staging_path(target)
+    staging.mkdir(mode=0o777)
     try:
         yield staging
-        retired = None
-        if target.exists():
-            retired = Path(tempfile.mkdtemp(prefix=f".{target.name}.old-", dir=target.parent))
-            target.rename(retired / target.name)
-        staging.rename(target)
-        if retired is not None:
-            shutil.rmtree(retired, ignore_errors=True)
+        generation = generation_path(target, digest=digest_of(staging))
+        sync_tree(staging)
+        publish(staging=staging, generation=generation, target=target)
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
-def _current_umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+def publish(*, staging: Path, generation: Path, target: Path) -> None:
+    """Rename ``staging`` to ``generation`` (unless it exists) and point ``target`` at it."""
+    previous = current_generation(target)
+    if generation.exists() and previous != generation:
+        shutil.rmtree(generation)  # an unreferenced leftover under the same name
+    if not generation.exists():
+        staging.rename(generation)
+    elif previous == generation and not _same_files(staging, generation):
+        # The current generation was damaged in place: publish the repair under another name.
+        generation = generation.with_name(generation.name + "-repaired")
+        if generation.exists():
+            shutil.rmtree(generation)
+        staging.rename(generation)
+    if previous != generation:
+        _flip_link(target, generation)
+    sync_directory(target.parent)
+    remove_leftovers(target)
+
+
+def current_generation(target: Path) -> Path | None:
+    """Return the generation ``target`` links to (None when it is no link)."""
+    if not target.is_symlink():
+        return None
+    return target.parent / target.readlink()
+
+
+def _flip_link(target: Path, generation: Path) -> None:
+    link = staging_path(target)
+    link.symlink_to(generation.name, target_is_directory=True)
+    if target.is_dir() and not target.is_symlink():  # the old layout: a plain directory
+        legacy = staging_path(target)
+        target.rename(legacy)
+        link.replace(target)
+        shutil.rmtree(legacy, ignore_errors=True)
+        return
+    link.replace(target)
+
+
+def remove_leftovers(target: Path) -> None:
+    """Remove dead writers' staging and temporaries and generations ``target`` does not use."""
+    parent = target.parent
+    if not parent.is_dir():
+        return
+    current = current_generation(target)
+    prefix = f".{target.name}."
+    for entry in parent.iterdir():
+        if not entry.name.startswith(prefix) or entry == current:
+            continue
+        rest = entry.name[len(prefix) :]
+        if rest.startswith(f"{WRITING}-"):
+            if _writer_alive(rest):
+                continue
+        elif not _is_generation_name(rest) and not rest.startswith(("old-", "tmp")):
+            continue
+        _remove(entry)
+
+
+def _is_generation_name(rest: str) -> bool:
+    digest = rest.removesuffix("-repaired")
+    return len(digest) == DIGEST_LENGTH and all(c in "0123456789abcdef" for c in digest)
+
+
+def _writer_alive(rest: str) -> bool:
+    """Say whether the writer named in a staging suffix may still be running."""
+    parts = rest.split("-")
+    if len(parts) != 4 or not parts[2].isdigit():  # writing, host, pid, token
+        return False
+    host, pid = parts[1], int(parts[2])
+    if host != socket.gethostname().replace("-", "_"):
+        return True  # another machine's writer: its own next save cleans up
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _remove(entry: Path) -> None:
+    if entry.is_symlink() or entry.is_file():
+        entry.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(entry, ignore_errors=True)
+
+
+def _same_files(left: Path, right: Path) -> bool:
+    names = sorted(p.relative_to(left) for p in left.rglob("*") if p.is_file())
+    if names != sorted(p.relative_to(right) for p in right.rglob("*") if p.is_file()):
+        return False
+    return all((left / n).read_bytes() == (right / n).read_bytes() for n in names)
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; sync it and rename it over ``path`` on success."""
+    path = Path(path).absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_leftovers(path)
+    temporary = staging_path(path)
+    try:
+        yield temporary
+        sync_file(temporary)
+        temporary.replace(path)
+        sync_directory(path.parent)
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def write_bytes_atomically(path: Path, content: bytes) -> None:
+    """Replace ``path`` by ``content`` without a moment where it is partial."""
+    with atomic_file(path) as temporary:
+        temporary.write_bytes(content)
+
+
+def copy_atomically(source: Path, destination: Path) -> None:
+    """Copy ``source`` to ``destination`` without a moment where it is partial."""
+    with atomic_file(destination) as temporary:
+        shutil.copyfile(source, temporary)
+
+
+def sync_file(path: Path) -> None:
+    """Flush ``path``'s content to disk."""
+    with path.open("rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def sync_directory(path: Path) -> None:
+    """Flush a directory's entries (names, renames) to disk where the platform allows it."""
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(handle)
+    except OSError as error:  # some file systems refuse fsync on directories
+        if error.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(handle)
+
+
+def sync_tree(root: Path) -> None:
+    """Flush every file and directory under ``root`` (the root included) to disk."""
+    for directory, _, files in os.walk(root):
+        for name in files:
+            sync_file(Path(directory) / name)
+        sync_directory(Path(directory))

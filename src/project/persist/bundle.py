@@ -11,23 +11,24 @@ Layout of a bundle directory::
                           subject_batch_size, n_subjects, package versions (human-readable
                           JSON, sorted keys)
     simulated_data.arrow  ``result.to_dataframe()`` as Feather (Arrow IPC, zstd), for analysis
-    COMPLETE.json         the marker, written last; it holds SHA-256 digests of the arrays and of
-                          the arrow file's bytes, so its bytes change exactly when they do
+    COMPLETE.json         the marker, written last: every file's SHA-256
+                          (``project.persist.manifest``), so its bytes change exactly when they do
 
 Contract:
 
-- A bundle is written into a temporary sibling and renamed into place: an exception or a killed
-  process leaves the previous bundle intact and never a directory that looks complete.
+- A bundle is published as a generation behind an atomically flipped link
+  (``project.persist.atomic``): an exception or a killed process leaves the previous bundle in
+  place and never a directory that looks complete.
 - Saving the same result twice gives byte-identical arrow files and markers (the arrow file
   embeds only the pandas and pyarrow versions, recorded in metadata.json: no time stamps).
 - Loading reads only JSON and the orbax checkpoint (no pickle: no code is executed) and restores
-  everything but the table, which ``to_dataframe()`` rebuilds identically. A missing, partial or
-  corrupted bundle raises ``CheckpointError`` saying what is wrong and how to rebuild it.
+  everything but the table, which ``to_dataframe()`` rebuilds identically. Every file is checked
+  against the marker first (``load_table`` checks the table and the metadata): a missing,
+  partial, altered or truncated bundle raises ``CheckpointError`` naming the file.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -37,7 +38,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import orbax.checkpoint as ocp
+import pandas as pd
 from jax.sharding import NamedSharding
 from pyarrow import feather
 
@@ -45,6 +46,8 @@ from project.devices import place, state_mesh, value_spec
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
+from project.persist.checkpoint import read_checkpoint, write_checkpoint
+from project.persist.manifest import verify_directory, write_marker
 from project.persist.solution import grids_without_knobs, package_versions
 from project.regimes.spec import RegimeModel
 from project.simulation.result import SimulationResult
@@ -55,6 +58,7 @@ TABLE_NAME = "simulated_data.arrow"
 TABLE_COMPRESSION = "zstd"
 TABLE_PACKAGES = ("pandas", "pyarrow")  # their versions are embedded in the arrow file
 REBUILD_HINT = "Rebuild it with `pytask` (or call save_bundle again)."
+KIND = "simulation bundle"
 METADATA_KEYS = (
     "model",
     "ages",
@@ -102,43 +106,23 @@ def save_bundle(
         "versions": {**package_versions(), **{name: version(name) for name in TABLE_PACKAGES}},
     }
     directory = Path(directory).absolute()
-    with atomic_directory(directory) as staging:
-        checkpointer = ocp.StandardCheckpointer()
-        try:
-            checkpointer.save(staging / ARRAYS_NAME, tree)
-            checkpointer.wait_until_finished()
-        finally:
-            checkpointer.close()
+    with atomic_directory(
+        directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
+    ) as staging:
+        write_checkpoint(staging / ARRAYS_NAME, tree)
         _write_json(staging / METADATA_NAME, metadata)
         feather.write_feather(frame, staging / TABLE_NAME, compression=TABLE_COMPRESSION)
-        with (staging / TABLE_NAME).open("rb") as table:
-            table_digest = hashlib.file_digest(table, "sha256").hexdigest()
-        marker = {"arrays_sha256": arrays_digest(tree), "simulated_data_sha256": table_digest}
-        _write_json(staging / MARKER_NAME, marker)
     return directory / MARKER_NAME
 
 
 def load_bundle(*, directory: Path, model: Model | RegimeModel | None = None) -> SimulationResult:
     """Restore a result saved by ``save_bundle``; ``model`` is needed only for extra targets."""
     directory = Path(directory).absolute()
-    if not (directory / MARKER_NAME).is_file():
-        reason = "does not exist" if not directory.exists() else f"has no {MARKER_NAME}"
-        msg = (
-            f"{directory} is not a complete simulation bundle ({reason}): the save was "
-            f"interrupted or never ran. {REBUILD_HINT}"
-        )
-        raise CheckpointError(msg)
-    marker = _read_json(directory / MARKER_NAME, required=["arrays_sha256"])
+    verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
     metadata = _read_json(directory / METADATA_NAME, required=METADATA_KEYS)
     if model is not None:
         _check_model(directory=directory, model=model, metadata=metadata)
     tree = _restore_arrays(directory, model=model, metadata=metadata)
-    if arrays_digest(tree) != marker["arrays_sha256"]:
-        msg = (
-            f"The arrays of {directory} do not match the digest in its {MARKER_NAME}: the "
-            f"bundle is corrupted. {REBUILD_HINT}"
-        )
-        raise CheckpointError(msg)
     try:
         _check_arrays(directory=directory, tree=tree, metadata=metadata)
         ages = tuple(float(a) for a in metadata["ages"])
@@ -163,19 +147,11 @@ def load_bundle(*, directory: Path, model: Model | RegimeModel | None = None) ->
         raise CheckpointError(msg) from error
 
 
-def arrays_digest(tree: dict[str, dict[str, Any]]) -> str:
-    """Return a SHA-256 over the simulated columns' names, dtypes, shapes and bytes.
-
-    V is left out: it may be sharded (its bytes would depend on the device layout), and it is
-    a copy of the solution checkpoint, whose marker carries its digest.
-    """
-    digest = hashlib.sha256()
-    for group in ["columns"]:
-        for name in sorted(tree[group]):
-            array = np.ascontiguousarray(tree[group][name])
-            digest.update(f"{group}/{name}|{array.dtype}|{array.shape}".encode())
-            digest.update(array.tobytes())
-    return digest.hexdigest()
+def load_table(directory: Path) -> pd.DataFrame:
+    """Return a bundle's simulated table after checking it and the marker's digests."""
+    directory = Path(directory).absolute()
+    verify_directory(directory, kind=KIND, hint=REBUILD_HINT, names=(TABLE_NAME, METADATA_NAME))
+    return pd.read_feather(directory / TABLE_NAME)
 
 
 def value_function_tree(value_function: Any) -> dict[str, Any]:
@@ -219,9 +195,8 @@ def _restore_arrays(
     if not path.is_dir():
         msg = f"{directory} has no {ARRAYS_NAME}/ directory: the bundle is partial. {REBUILD_HINT}"
         raise CheckpointError(msg)
-    checkpointer = ocp.StandardCheckpointer()
     try:
-        restored = checkpointer.restore(path)
+        restored = read_checkpoint(path)
         tree = {
             group: {name: np.asarray(array) for name, array in restored[group].items()}
             for group in ("value_function", "columns")
@@ -236,8 +211,6 @@ def _restore_arrays(
     except Exception as error:
         msg = f"Cannot read the arrays of {directory}: {error!r}. {REBUILD_HINT}"
         raise CheckpointError(msg) from error
-    finally:
-        checkpointer.close()
 
 
 def _check_arrays(

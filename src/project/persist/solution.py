@@ -3,16 +3,20 @@
 Layout of a solution directory::
 
     arrays/            orbax checkpoint {"value_function": {"0": V_0, ...}, "policy": {...}}
-                       (EGM: {"egm": endogenous grids}; with regimes {"regimes": {name: ...}})
+                       (EGM: {"egm": endogenous grids}; with regimes {"regimes": {name: ...}}),
+                       written reproducibly (``project.persist.checkpoint``)
     metadata.json      model description, params, package versions (human-readable)
-    COMPLETE.json      the marker, written last; its absence means "not a finished product";
-                       it holds a digest of the arrays, so it changes exactly when they do
+    provenance.json    how it was made (``provenance``, e.g. the pipeline's fingerprint), when given
+    COMPLETE.json      the marker, written last: every file's SHA-256
+                       (``project.persist.manifest``), so it changes exactly when the files do
+
+The directory is published as a generation behind a link (``project.persist.atomic``); loading
+verifies every file against the marker first, so a damaged solution is never used.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from collections.abc import Sequence
 from importlib.metadata import version
@@ -22,7 +26,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-import orbax.checkpoint as ocp
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import state_mesh, value_spec
@@ -32,6 +35,8 @@ from project.egm.structure import egm_structure
 from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
+from project.persist.checkpoint import read_checkpoint, write_checkpoint
+from project.persist.manifest import PROVENANCE_NAME, verify_directory, write_marker
 from project.regimes.grid import solution_continuation
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
@@ -39,6 +44,9 @@ from project.solver.solution import Solution
 
 PACKAGES = ("jax", "jaxlib", "orbax-checkpoint", "dags", "project")
 ENDOGENOUS = ("egm", "dcegm")
+KIND = "solution"
+REBUILD_HINT = "Rebuild it with `pytask` (or solve and call save_solution again)."
+METADATA_KEYS = ("model", "params", "dtype")
 
 
 def package_versions() -> dict[str, str]:
@@ -50,13 +58,15 @@ def save_solution(
     *,
     solution: Solution | EGMSolution | RegimeSolution,
     directory: Path,
-    extra: dict[str, Any] | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> Path:
     """Write ``solution`` atomically to ``directory``; return the marker path (written last).
 
     A grid solution stores V and the policy indices per period; an EGM solution its endogenous
     grids (``EGMArrays``) and savings grid; a solution with regimes each regime's, under its
-    name. ``metadata.json`` records the method and the kernels.
+    name. ``metadata.json`` records the method and the kernels; ``provenance`` goes to
+    ``provenance.json``, which is verified like every file but is not part of the content that
+    build tools compare (``project.persist.manifest``).
     """
     if isinstance(solution, RegimeSolution):
         parts = {r: _solution_tree(s) for r, s in solution.solutions.items()}
@@ -73,19 +83,16 @@ def save_solution(
         "method": solution.method,
         "kernels": kernels,
         "versions": package_versions(),
-        **(extra or {}),
     }
     directory = Path(directory).absolute()
-    with atomic_directory(directory) as staging:
-        checkpointer = ocp.StandardCheckpointer()
-        checkpointer.save(staging / "arrays", tree)
-        checkpointer.wait_until_finished()
-        checkpointer.close()
+    marker = {"periods": solution.model.n_periods}
+    with atomic_directory(
+        directory, digest_of=lambda staging: write_marker(staging, kind=KIND, extra=marker)
+    ) as staging:
+        write_checkpoint(staging / "arrays", tree)
         _write_json(staging / "metadata.json", metadata)
-        _write_json(
-            staging / MARKER_NAME,
-            {"periods": solution.model.n_periods, "sha256": tree_digest(tree)},
-        )
+        if provenance is not None:
+            _write_json(staging / PROVENANCE_NAME, provenance)
     return directory / MARKER_NAME
 
 
@@ -111,13 +118,8 @@ def load_solution(
     from the one that saved, as long as the mesh guard in ``project.devices`` accepts it.
     """
     directory = Path(directory).absolute()
-    if not (directory / MARKER_NAME).exists():
-        msg = (
-            f"{directory} is not a complete solution (no {MARKER_NAME}): the solve was "
-            "interrupted or never ran. Rebuild it with `pytask`."
-        )
-        raise CheckpointError(msg)
-    metadata = json.loads((directory / "metadata.json").read_text())
+    verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
+    metadata = read_metadata(directory)
     saved = metadata["model"]
     if isinstance(model, RegimeModel) != ("regimes" in saved):
         msg = (
@@ -150,9 +152,7 @@ def load_solution(
     }
     target = {"regimes": targets} if isinstance(model, RegimeModel) else targets[None]
     try:
-        checkpointer = ocp.StandardCheckpointer()
-        tree = checkpointer.restore(directory / "arrays", target)
-        checkpointer.close()
+        tree = read_checkpoint(directory / "arrays", target)
     except Exception as error:
         msg = f"Cannot read the arrays of {directory}: {error}. Rebuild it with `pytask`."
         raise CheckpointError(msg) from error
@@ -176,6 +176,46 @@ def load_solution(
             for r, s in solutions.items()
         }
     return RegimeSolution(model=model, params=params, solutions=solutions)
+
+
+def read_metadata(directory: Path) -> dict[str, Any]:
+    """Return a solution's ``metadata.json``; raise ``CheckpointError`` when it is malformed."""
+    path = Path(directory) / "metadata.json"
+    try:
+        metadata = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        msg = f"{path} is not valid JSON ({error}): the solution is damaged. {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+    missing = sorted(set(METADATA_KEYS) - set(metadata)) if isinstance(metadata, dict) else ["*"]
+    if missing or not isinstance(metadata["model"], dict) or "states" not in metadata["model"]:
+        msg = (
+            f"{path} lacks the entries {missing or ['model.states']}: the solution is damaged "
+            f"or was written by another version. {REBUILD_HINT}"
+        )
+        raise CheckpointError(msg)
+    try:
+        jnp.dtype(metadata["dtype"])
+        params = {k: np.asarray(v, dtype=float) for k, v in metadata["params"].items()}
+    except (TypeError, ValueError, AttributeError) as error:
+        msg = f"{path} has a malformed dtype or params ({error}). {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+    if not all(np.isfinite(v).all() for v in params.values()):
+        msg = f"{path} records non-finite params. {REBUILD_HINT}"
+        raise CheckpointError(msg)
+    return metadata
+
+
+def read_provenance(directory: Path) -> dict[str, Any]:
+    """Return a solution's ``provenance.json`` (empty when it has none)."""
+    path = Path(directory) / PROVENANCE_NAME
+    if not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        msg = f"{path} is not valid JSON ({error}): the solution is damaged. {REBUILD_HINT}"
+        raise CheckpointError(msg) from error
+    return content if isinstance(content, dict) else {}
 
 
 def _check_grids(directory: Path, *, model: Model, saved: dict[str, Any], method: str) -> None:
@@ -212,23 +252,6 @@ def _solution_from_tree(
         policy=[tree["policy"][str(t)] for t in range(n_periods)],
         kernels=tuple(kernels),
     )
-
-
-def tree_digest(tree: dict[str, Any]) -> str:
-    """Return a SHA-256 over every array's path, dtype, shape and bytes (shard by shard).
-
-    The marker carries it, so the marker's bytes change exactly when the arrays do: pytask reruns
-    downstream tasks after a real change and stops early when a re-solve gave identical arrays.
-    """
-    digest = hashlib.sha256()
-    leaves = jax.tree_util.tree_flatten_with_path(tree)[0]
-    for path, leaf in sorted(leaves, key=lambda item: jax.tree_util.keystr(item[0])):
-        digest.update(f"{jax.tree_util.keystr(path)}|{leaf.dtype}|{leaf.shape}".encode())
-        shards = [s for s in leaf.addressable_shards if s.replica_id == 0]
-        for shard in sorted(shards, key=lambda s: str(s.index)):
-            digest.update(str(shard.index).encode())
-            digest.update(np.ascontiguousarray(shard.data).tobytes())
-    return digest.hexdigest()
 
 
 def grids_without_knobs(grids: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

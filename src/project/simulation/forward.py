@@ -27,7 +27,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 from project.devices import replicate, shard_rows, subject_mesh, value_devices
 from project.egm.solution import EGMSolution
 from project.errors import InitialConditionsError, InvalidValueFunctionError
-from project.model.params import validate_params
+from project.model.params import check_solved_params, validate_params
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
 from project.regimes.solution import RegimeSolution
@@ -87,6 +87,7 @@ def simulate(
     model = solution.model
     check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)
+    check_solved_params(model_name=model.name, params=params, solved=solution.params)
     initial = validate_initial_conditions(model=model, initial_conditions=initial_conditions)
     n_subjects = len(next(iter(initial.values())))
     method = solution.method

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from project.errors import InitialConditionsError
-from project.model.params import validate_params
+from project.model.params import check_solved_params, validate_params
 from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView
@@ -63,6 +63,7 @@ def simulate_regimes(
     model = solution.model
     check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)
+    check_solved_params(model_name=model.name, params=params, solved=solution.params)
     regime, initial = validate_regime_initial_conditions(
         model=model, initial_conditions=initial_conditions
     )
