@@ -40,7 +40,7 @@ from pytask import PythonNode, task
 from pytask_latex import compilation_steps
 from pytask_parallel import ParallelBackend, registry
 
-from project.analysis.paper import paper_inputs
+from project.analysis.paper import paper_inputs, remove_latex_by_products
 from project.config import (
     BLD,
     CALIBRATION,
@@ -325,9 +325,12 @@ def task_parameter_table(
 @pytask.mark.latex(
     script=PAPER / "paper.tex",
     document=BLD / "paper" / "paper.pdf",
-    compilation_steps=compilation_steps.latexmk(
-        options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd")
-    ),
+    compilation_steps=[
+        compilation_steps.latexmk(
+            options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd")
+        ),
+        lambda path_to_tex, path_to_document: remove_latex_by_products(path_to_document),
+    ],
 )
 def task_compile_paper(inputs: dict[str, Path] = paper_inputs(bld=BLD)) -> None:
     """Compile the paper from the generated figures and tables."""

@@ -101,17 +101,16 @@ def edit(path: Path, old: str, new: str) -> None:
 def product_digests(root: Path) -> dict[str, str]:
     """Return SHA-256 of every product file as its path reads (through generation links).
 
-    Orbax checkpoints included; LaTeX by-products and benchmarks left out. Hidden generation
-    directories are reached through their links; other hidden entries would be leftovers.
+    Orbax checkpoints included; benchmarks left out. Hidden generation directories are reached
+    through their links; other hidden entries would be leftovers.
     """
-    skipped_suffixes = {".aux", ".log", ".fls", ".fdb_latexmk", ".out", ".synctex.gz"}
     digests = {}
     for directory, folders, files in os.walk(root / "bld", followlinks=True):
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             path = Path(directory) / name
             relative = path.relative_to(root)
-            if path.suffix in skipped_suffixes or relative.parts[1] == "benchmarks":
+            if relative.parts[1] == "benchmarks":
                 continue
             digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
@@ -206,6 +205,7 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     if shutil.which("latexmk"):
         assert first["task_compile_paper"] == "SUCCESS"
         assert (root / PAPER_PDF).stat().st_size > 10_000
+        assert [p.name for p in (root / PAPER_PDF).parent.iterdir()] == ["paper.pdf"]
     else:
         assert first["task_compile_paper"] == "SKIP"
 

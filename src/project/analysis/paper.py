@@ -32,6 +32,16 @@ def paper_inputs(*, bld: Path) -> dict[str, Path]:
     return figures | tables
 
 
+LATEX_BY_PRODUCTS = (".aux", ".log", ".fls", ".fdb_latexmk", ".out", ".synctex.gz", ".toc")
+"""Files latexmk leaves beside the PDF: they hold paths and times, so they are removed."""
+
+
+def remove_latex_by_products(document: Path) -> None:
+    """Delete latexmk's by-products beside ``document`` (only the PDF is a product)."""
+    for suffix in LATEX_BY_PRODUCTS:
+        Path(document).with_suffix(suffix).unlink(missing_ok=True)
+
+
 def table_label(stem: str) -> str:
     """Return the LaTeX label the paper refers to for table ``stem``: ``tab:<stem>``."""
     return f"tab:{stem}"
