@@ -616,3 +616,32 @@ def test_check_within_grid_names_positions_of_arrays_and_raises_the_given_error(
         )
     with pytest.raises(StateOutsideGridError, match="'x' must be numeric"):
         check_within_grid(name="x", grid=grid, values=["a"], what="State")
+
+
+@pytest.mark.parametrize(
+    ("points", "match"),
+    [
+        (["a", "b"], r"point 0 is 'a' \(str\), not a real number"),
+        ([0.0, None], r"point 1 is None \(NoneType\)"),
+        ([0.0, True], r"point 1 is True \(bool\)"),
+        (3.0, r"points must be a sequence of numbers"),
+        ("0123", r"points must be a sequence of numbers"),
+    ],
+)
+def test_irregular_points_that_are_no_numbers_are_named(points, match):
+    from project.grids import IrregSpacedGrid
+
+    with pytest.raises(GridInitializationError, match=match):
+        IrregSpacedGrid(points=points)
+
+
+@pytest.mark.parametrize(("start", "stop"), [("0", 1.0), (0.0, None), (False, 1.0)])
+def test_bounds_that_are_no_numbers_are_named(start, stop):
+    with pytest.raises(GridInitializationError, match=r"must be a real number"):
+        LinSpacedGrid(start=start, stop=stop, n_points=3)
+
+
+@pytest.mark.parametrize("given", [[0, 1], {"working": 0}, "retired", None])
+def test_a_discrete_grid_needs_a_class(given):
+    with pytest.raises(GridInitializationError, match=r"DiscreteGrid takes a class"):
+        DiscreteGrid(given)

@@ -416,3 +416,46 @@ def test_function_named_like_a_state_is_rejected():
             constraints=base.constraints,
             n_periods=2,
         )
+
+
+def _precautionary_parts():
+    from project.models import precautionary
+
+    base = precautionary.build_model(n_wealth=10, n_consumption=5)
+    return base, {
+        "name": "typed",
+        "states": base.states,
+        "actions": base.actions,
+        "functions": base.functions,
+        "constraints": base.constraints,
+        "stochastic_transitions": base.stochastic_transitions,
+        "n_periods": base.n_periods,
+    }
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"states": None}, r"states must be a mapping of names to grids, got NoneType"),
+        ({"actions": [1]}, r"actions must be a mapping of names to grids, got list"),
+        ({"functions": None}, r"functions must be a mapping of names to functions"),
+        ({"constraints": ["c"]}, r"constraints must be a mapping"),
+        ({"name": ""}, r"name must be a non-empty str"),
+        ({"name": None}, r"name must be a non-empty str"),
+    ],
+)
+def test_a_statement_of_the_wrong_types_names_the_part(change, match):
+    _, parts = _precautionary_parts()
+    with pytest.raises(ModelSpecificationError, match=match):
+        Model(**(parts | change))
+
+
+def test_a_list_as_a_grid_and_a_number_as_a_function_are_named():
+    base, parts = _precautionary_parts()
+    with pytest.raises(ModelSpecificationError, match=r"states\['wealth'\] is list, not a grid"):
+        Model(**(parts | {"states": {**base.states, "wealth": [1.0, 2.0]}}))
+    with pytest.raises(ModelSpecificationError, match=r"functions\['utility'\] is float 3\.0"):
+        Model(**(parts | {"functions": {**base.functions, "utility": 3.0}}))
+    with pytest.raises(ModelSpecificationError, match=r"has the key 'bad name'"):
+        Model(**(parts | {"functions": {**base.functions, "bad name": utility}}))
+    Model(**parts)  # the unchanged statement builds

@@ -117,6 +117,13 @@ class DiscreteGrid(Grid):
         self, category_class: type, *, batch_size: int = 0, distributed: bool = False
     ) -> None:
         self.name = getattr(category_class, "__name__", repr(category_class))
+        if not isinstance(category_class, type):
+            msg = (
+                f"DiscreteGrid takes a class whose fields are the categories' int codes, got "
+                f"{category_class!r} ({type(category_class).__name__}). Define e.g. "
+                "@dataclass(frozen=True) class Status: working: int = 0; retired: int = 1."
+            )
+            raise GridInitializationError(msg)
         _check_knobs(
             name=f"DiscreteGrid({self.name})", batch_size=batch_size, distributed=distributed
         )
@@ -290,7 +297,7 @@ class IrregSpacedGrid(ContinuousGrid):
         distributed: bool = False,
         name: str | None = None,
     ) -> None:
-        points = tuple(float(p) for p in points)
+        points = _real_points(points, name=name or "IrregSpacedGrid")
         name = name or f"IrregSpacedGrid(n_points={len(points)})"
         self.name = name
         _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
@@ -346,11 +353,43 @@ def _check_not_distributed(*, name: str, distributed: bool) -> None:
         raise GridInitializationError(msg)
 
 
+def _is_real(value: Any) -> bool:
+    """Say whether ``value`` is a real number (Python, NumPy or a 0-d array; no str or bool)."""
+    if isinstance(value, str | bytes | bool | np.bool_) or value is None:
+        return False
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _real_points(points: Any, *, name: str) -> tuple[float, ...]:
+    """Return ``points`` as floats; raise ``GridInitializationError`` naming a bad one."""
+    if isinstance(points, str | bytes) or not hasattr(points, "__iter__"):
+        msg = f"{name}: points must be a sequence of numbers, got {points!r}."
+        raise GridInitializationError(msg)
+    converted = []
+    for position, point in enumerate(points):
+        if not _is_real(point):
+            msg = (
+                f"{name}: point {position} is {point!r} ({type(point).__name__}), not a real "
+                "number. Give numbers only."
+            )
+            raise GridInitializationError(msg)
+        converted.append(float(point))
+    return tuple(converted)
+
+
 def _check_continuous(
     *, name: str, start: float, stop: float, n_points: int, batch_size: int, distributed: bool
 ) -> None:
     _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
     _check_not_distributed(name=name, distributed=distributed)
+    for bound, value in (("start", start), ("stop", stop)):
+        if not _is_real(value):
+            msg = f"{name}: {bound} must be a real number, got {value!r} ({type(value).__name__})."
+            raise GridInitializationError(msg)
     if isinstance(n_points, bool) or not isinstance(n_points, int) or n_points < 2:
         msg = f"{name}: n_points must be an int >= 2, got {n_points!r}. Use at least 2 points."
         raise GridInitializationError(msg)

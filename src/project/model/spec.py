@@ -75,6 +75,15 @@ class Model:
         post_decision_grid: ContinuousGrid | None = None,
         taste_shocks: bool = False,
     ) -> None:
+        _validate_statement(
+            name=name,
+            grids={"states": states, "actions": actions},
+            callables={
+                "functions": functions,
+                "constraints": constraints or {},
+                "stochastic_transitions": stochastic_transitions or {},
+            },
+        )
         self.name = name
         self.states = dict(states)
         self.actions = dict(actions)
@@ -242,6 +251,36 @@ def _horizon(
         msg = f"Model {name!r}: ages must be non-empty and strictly increasing, got {ages}."
         raise ModelSpecificationError(msg)
     return ages
+
+
+def _validate_statement(*, name: Any, grids: dict[str, Any], callables: dict[str, Any]) -> None:
+    """Raise ``ModelSpecificationError`` for a statement of the wrong types, naming the entry."""
+    if not isinstance(name, str) or not name:
+        msg = f"A model's name must be a non-empty str, got {name!r}."
+        raise ModelSpecificationError(msg)
+    for part, value in {**grids, **callables}.items():
+        if not isinstance(value, Mapping):
+            msg = (
+                f"Model {name!r}: {part} must be a mapping of names to "
+                f"{'grids' if part in grids else 'functions'}, got {type(value).__name__}."
+            )
+            raise ModelSpecificationError(msg)
+        for key, entry in value.items():
+            if not isinstance(key, str) or not key.isidentifier():
+                msg = f"Model {name!r}: {part} has the key {key!r}; use Python identifiers."
+                raise ModelSpecificationError(msg)
+            if part in grids and not isinstance(entry, Grid):
+                msg = (
+                    f"Model {name!r}: {part}[{key!r}] is {type(entry).__name__}, not a grid. "
+                    "Use DiscreteGrid, LinSpacedGrid, LogSpacedGrid or IrregSpacedGrid."
+                )
+                raise ModelSpecificationError(msg)
+            if part in callables and not callable(entry):
+                msg = (
+                    f"Model {name!r}: {part}[{key!r}] is {type(entry).__name__} {entry!r}, not "
+                    "a function. Give a function (a constant can be `lambda: value`)."
+                )
+                raise ModelSpecificationError(msg)
 
 
 def _validate_names(model: Model) -> None:
