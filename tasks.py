@@ -34,6 +34,9 @@ from pathlib import Path
 # Workers that share a GPU must not each preallocate most of its memory; set before JAX starts
 # (pytask-parallel's workers import this module too).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+# dask's scheduler and workers log every start and stop at INFO: keep the build's output to
+# warnings and errors unless the user configured dask's logging themselves.
+os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 
 import pytask
 from pytask import PythonNode, task
@@ -50,6 +53,7 @@ from project.config import (
     SRC,
     VARIANTS,
 )
+from project.errors import ConfigurationError
 from project.nodes import directory_product
 from project.persist import MARKER_NAME
 
@@ -85,7 +89,10 @@ CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
 TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")]
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
-logging.basicConfig(level=logging.INFO, format="%(message)s")
+# Progress of our own code at INFO; other libraries' INFO chatter (orbax, absl, fontTools, dask)
+# stays out of the build's output.
+logging.basicConfig(level=logging.WARNING, format="%(message)s")
+logging.getLogger("project").setLevel(logging.INFO)
 
 
 def _slurm_executor(n_workers: int) -> Executor:
@@ -94,6 +101,12 @@ def _slurm_executor(n_workers: int) -> Executor:
     Needs the optional dependencies: ``uv sync --extra cluster``. Settings: ``SLURM_CLUSTER``
     in src/project/config.py.
     """
+    if shutil.which("sbatch") is None:
+        msg = (
+            "--parallel-backend custom starts SLURM jobs, but `sbatch` is not on PATH: run it "
+            "on a SLURM login node, or use `pytask -n K` (loky) on this machine."
+        )
+        raise ConfigurationError(msg)
     from dask_jobqueue import SLURMCluster
     from distributed import Client
 
@@ -327,7 +340,7 @@ def task_parameter_table(
     document=BLD / "paper" / "paper.pdf",
     compilation_steps=[
         compilation_steps.latexmk(
-            options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd")
+            options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd", "--silent")
         ),
         lambda path_to_tex, path_to_document: remove_latex_by_products(path_to_document),
     ],

@@ -25,7 +25,7 @@ from project.config import SimulationSettings, Variant
 from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.model.spec import Model
 from project.models import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS
-from project.persist.atomic import write_bytes_atomically
+from project.persist.atomic import MARKER_NAME, write_bytes_atomically
 from project.persist.bundle import load_table
 from project.persist.manifest import verify_directory
 from project.persist.solution import (
@@ -160,7 +160,7 @@ def solve_variant(
 
 def _intact_fingerprint(directory: Path) -> str | None:
     """Return the fingerprint of the verified solution in ``directory`` (None: absent, damaged)."""
-    if not directory.exists():
+    if not (directory / MARKER_NAME).exists():  # never built (pytask made the empty folder)
         return None
     try:
         verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
