@@ -209,3 +209,30 @@ def test_an_unknown_profile_is_refused_with_our_error():
     assert "ConfigurationError: PROJECT_PROFILE must be 'default' or 'smoke', got 'bogus'" in (
         result.stderr
     )
+
+
+def test_the_slurm_backend_fails_at_once_without_sbatch():
+    """In a subprocess: importing tasks.py configures logging and registers backends."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import shutil, sys; sys.path.insert(0, '.'); shutil.which = lambda name: None\n"
+        "import tasks\n"
+        "tasks._slurm_executor(2)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=root,
+        env=os.environ | {"PROJECT_PROFILE": "smoke"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "ConfigurationError: --parallel-backend custom starts SLURM jobs" in result.stderr
+    assert "`sbatch` is not on PATH" in result.stderr
