@@ -34,6 +34,7 @@ from project.regimes.solution import RegimeSolution
 from project.simulation.chunks import plan_chunk
 from project.simulation.initial import (
     _subjects,
+    check_seed,
     check_start_period,
     validate_initial_conditions,
 )
@@ -66,6 +67,13 @@ def simulate(
     ``subject_batch_size``, would not fit, the largest chunk that fits runs (``chunks.py``).
     """
     check_log_level(log_level)
+    check_seed(seed)
+    if not isinstance(solution, Solution | EGMSolution | RegimeSolution):
+        msg = (
+            f"solution must be what project.solve returned (or load_solution), got "
+            f"{type(solution).__name__}."
+        )
+        raise InitialConditionsError(msg)
     if (
         isinstance(subject_batch_size, bool)
         or not isinstance(subject_batch_size, int)

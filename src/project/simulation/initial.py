@@ -51,6 +51,13 @@ def validate_initial_conditions(
     """Return initial states as numpy arrays (int32 codes for discrete states, floats else)."""
     if isinstance(initial_conditions, pd.DataFrame):
         initial_conditions = {c: initial_conditions[c].to_numpy() for c in initial_conditions}
+    if not isinstance(initial_conditions, Mapping):
+        msg = (
+            f"Initial conditions for model {model.name!r} must be a mapping of state names to "
+            f"arrays or a DataFrame, got {type(initial_conditions).__name__}. Give one array "
+            f"per state of {list(model.state_names)}."
+        )
+        raise InitialConditionsError(msg)
     given, expected = set(initial_conditions), set(model.state_names)
     if given != expected:
         msg = (
@@ -94,6 +101,16 @@ def draw_initial_conditions(
     ``{"lognormal": [mean_of_log, sd_of_log], "clip": [low, high]}`` or
     ``{"probabilities": [...]}`` (discrete states).
     """
+    if isinstance(n_subjects, bool) or not isinstance(n_subjects, int) or n_subjects < 1:
+        msg = f"n_subjects must be an int >= 1, got {n_subjects!r}."
+        raise InitialConditionsError(msg)
+    check_seed(seed)
+    if not isinstance(distribution, Mapping):
+        msg = (
+            f"The initial distribution must map state names to entries such as "
+            f"{{'label': ...}} or {{'uniform': [low, high]}}, got {type(distribution).__name__}."
+        )
+        raise InitialConditionsError(msg)
     rng = np.random.default_rng(seed)
     drawn: dict[str, np.ndarray] = {}
     grids = dict(model.states)
@@ -103,7 +120,14 @@ def draw_initial_conditions(
         if name not in distribution:
             msg = f"The initial distribution has no entry for state {name!r}."
             raise InitialConditionsError(msg)
+        if not isinstance(distribution[name], Mapping):
+            msg = (
+                f"Initial distribution for state {name!r}: give a mapping such as "
+                f"{{'probabilities': [...]}}, got {distribution[name]!r}."
+            )
+            raise InitialConditionsError(msg)
         spec = dict(distribution[name])
+        _check_continuous_spec(name=name, spec=spec)
         if "value" in spec:
             drawn[name] = np.full(n_subjects, spec["value"])
         elif "label" in spec:
@@ -128,6 +152,25 @@ def draw_initial_conditions(
         regime, states = validate_regime_initial_conditions(model=model, initial_conditions=drawn)
         return {REGIME: regime, **states}
     return validate_initial_conditions(model=model, initial_conditions=drawn)
+
+
+def check_seed(seed: Any) -> None:
+    """Raise ``InitialConditionsError`` unless ``seed`` is an int >= 0."""
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        msg = f"seed must be an int >= 0, got {seed!r} ({type(seed).__name__})."
+        raise InitialConditionsError(msg)
+
+
+def _check_continuous_spec(*, name: str, spec: Mapping[str, Any]) -> None:
+    """Raise for a uniform range that is not increasing or a lognormal with a negative sd."""
+    if "uniform" in spec:
+        low, high = (float(v) for v in spec["uniform"])
+        if not low < high:
+            msg = f"Initial distribution for state {name!r}: uniform needs low < high, got {spec}."
+            raise InitialConditionsError(msg)
+    if "lognormal" in spec and float(spec["lognormal"][1]) < 0:
+        msg = f"Initial distribution for state {name!r}: lognormal needs sd >= 0, got {spec}."
+        raise InitialConditionsError(msg)
 
 
 def _check_discrete_spec(*, name: str, grid: Any, spec: Mapping[str, Any]) -> None:

@@ -101,6 +101,12 @@ def solve(
     every regime) and returns a ``RegimeSolution``.
     """
     check_log_level(log_level)
+    if not isinstance(model, Model | RegimeModel):
+        msg = f"model must be a project.model.Model or RegimeModel, got {type(model).__name__}."
+        raise ModelSpecificationError(msg)
+    if devices is not None and len(devices) == 0:
+        msg = "devices is empty: give at least one device (default: all of jax.devices())."
+        raise ModelSpecificationError(msg)
     if isinstance(model, RegimeModel):
         return solve_regimes(
             model=model,

@@ -1,0 +1,481 @@
+"""A table of bad inputs: each must raise our own error, with a message naming the culprit.
+
+Oracle: the exception is a ``ProjectError`` (never a raw Python or JAX error, never silence) and
+its message contains the given fragment (the culprit's name or what to do). The cases cover
+grids, the model statement, params, solve and simulate arguments, initial conditions, the
+variant configuration, memory limits and damaged products (more damage, and the build's view of
+it, in ``test_integrity.py``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from project import ProjectError, solve
+from project.grids import DiscreteGrid, IrregSpacedGrid, LinSpacedGrid, LogSpacedGrid
+from project.model import Model, validate_params
+from project.models import lifecycle, precautionary
+from project.simulation import draw_initial_conditions, simulate
+
+LIFECYCLE = lifecycle.build_model(n_wealth=6, n_consumption=5, n_income=3, n_periods=3)
+PRECAUTIONARY = precautionary.build_model(n_wealth=8, n_consumption=5, n_periods=3)
+PARAMS = dict(lifecycle.DEFAULT_PARAMS)
+DISTRIBUTION = {
+    "pref_type": {"probabilities": [0.5, 0.5]},
+    "lagged_retirement": {"label": "working"},
+    "income": {"probabilities": [1 / 3] * 3},
+    "wealth": {"uniform": [1, 5]},
+}
+
+
+def statement(**change):
+    base = PRECAUTIONARY
+    parts = {
+        "name": "typed",
+        "states": base.states,
+        "actions": base.actions,
+        "functions": base.functions,
+        "constraints": base.constraints,
+        "stochastic_transitions": base.stochastic_transitions,
+        "n_periods": base.n_periods,
+    }
+    return Model(**(parts | change))
+
+
+def params_with(**change):
+    return validate_params(model=LIFECYCLE, params=PARAMS | change)
+
+
+def initial(**change):
+    states = {
+        "pref_type": np.array([0, 1]),
+        "lagged_retirement": np.array([0, 0]),
+        "income": np.array([0, 2]),
+        "wealth": np.array([2.0, 3.0]),
+    }
+    return {k: v for k, v in (states | change).items() if v is not None}
+
+
+def drawn(**change):
+    return draw_initial_conditions(
+        model=LIFECYCLE, n_subjects=4, seed=0, distribution=DISTRIBUTION | change
+    )
+
+
+CASES: list[tuple[str, Callable[[], object], str]] = [
+    # Grids
+    ("lin n_points 1", lambda: LinSpacedGrid(start=0, stop=1, n_points=1), "n_points"),
+    ("lin n_points float", lambda: LinSpacedGrid(start=0, stop=1, n_points=3.0), "n_points"),
+    ("lin n_points bool", lambda: LinSpacedGrid(start=0, stop=1, n_points=True), "n_points"),
+    ("lin start > stop", lambda: LinSpacedGrid(start=2, stop=1, n_points=3), "start must be <"),
+    ("lin start == stop", lambda: LinSpacedGrid(start=1, stop=1, n_points=3), "start must be <"),
+    ("lin nan start", lambda: LinSpacedGrid(start=math.nan, stop=1, n_points=3), "finite"),
+    ("lin inf stop", lambda: LinSpacedGrid(start=0, stop=math.inf, n_points=3), "finite"),
+    ("lin str start", lambda: LinSpacedGrid(start="0", stop=1, n_points=3), "real number"),
+    ("lin None stop", lambda: LinSpacedGrid(start=0, stop=None, n_points=3), "real number"),
+    ("log start 0", lambda: LogSpacedGrid(start=0, stop=1, n_points=3), "start"),
+    ("log negative", lambda: LogSpacedGrid(start=-1, stop=1, n_points=3), "start"),
+    (
+        "batch negative",
+        lambda: LinSpacedGrid(start=0, stop=1, n_points=3, batch_size=-1),
+        "batch_size",
+    ),
+    (
+        "batch float",
+        lambda: LinSpacedGrid(start=0, stop=1, n_points=3, batch_size=2.5),
+        "batch_size",
+    ),
+    (
+        "continuous distributed",
+        lambda: LinSpacedGrid(start=0, stop=1, n_points=3, distributed=True),
+        "distributed",
+    ),
+    ("irreg one point", lambda: IrregSpacedGrid(points=[1.0]), "at least 2"),
+    ("irreg empty", lambda: IrregSpacedGrid(points=[]), "at least 2"),
+    ("irreg unsorted", lambda: IrregSpacedGrid(points=[0.0, 2.0, 1.0]), "increasing"),
+    ("irreg duplicate", lambda: IrregSpacedGrid(points=[0.0, 1.0, 1.0]), "increasing"),
+    ("irreg nan", lambda: IrregSpacedGrid(points=[0.0, math.nan]), "finite"),
+    ("irreg inf", lambda: IrregSpacedGrid(points=[0.0, math.inf]), "finite"),
+    ("irreg str", lambda: IrregSpacedGrid(points=["a", "b"]), "point 0"),
+    ("irreg None", lambda: IrregSpacedGrid(points=[0.0, None]), "point 1"),
+    ("irreg bool", lambda: IrregSpacedGrid(points=[0.0, True]), "point 1"),
+    ("irreg scalar", lambda: IrregSpacedGrid(points=3.0), "sequence"),
+    ("irreg string", lambda: IrregSpacedGrid(points="01"), "sequence"),
+    ("discrete list", lambda: DiscreteGrid([0, 1]), "DiscreteGrid takes a class"),
+    ("discrete dict", lambda: DiscreteGrid({"a": 0}), "DiscreteGrid takes a class"),
+    ("discrete None", lambda: DiscreteGrid(None), "DiscreteGrid takes a class"),
+    ("discrete str", lambda: DiscreteGrid("working"), "DiscreteGrid takes a class"),
+    # The model statement
+    ("states None", lambda: statement(states=None), "states must be a mapping"),
+    ("actions list", lambda: statement(actions=[1]), "actions must be a mapping"),
+    ("functions None", lambda: statement(functions=None), "functions must be a mapping"),
+    ("functions list", lambda: statement(functions=[len]), "functions must be a mapping"),
+    ("constraints list", lambda: statement(constraints=[len]), "constraints must be a mapping"),
+    ("empty name", lambda: statement(name=""), "name must be a non-empty str"),
+    ("name None", lambda: statement(name=None), "name must be a non-empty str"),
+    (
+        "list as a grid",
+        lambda: statement(states={**PRECAUTIONARY.states, "wealth": [1.0, 2.0]}),
+        "states['wealth'] is list",
+    ),
+    (
+        "number as a function",
+        lambda: statement(functions={**PRECAUTIONARY.functions, "utility": 3.0}),
+        "functions['utility'] is float",
+    ),
+    (
+        "string as a constraint",
+        lambda: statement(constraints={"budget": "c <= w"}),
+        "constraints['budget'] is str",
+    ),
+    (
+        "key not an identifier",
+        lambda: statement(functions={**PRECAUTIONARY.functions, "bad name": len}),
+        "'bad name'",
+    ),
+    (
+        "no utility",
+        lambda: statement(
+            functions={k: f for k, f in PRECAUTIONARY.functions.items() if k != "utility"}
+        ),
+        "utility",
+    ),
+    (
+        "no law of motion",
+        lambda: statement(
+            functions={k: f for k, f in PRECAUTIONARY.functions.items() if k != "next_wealth"}
+        ),
+        "wealth",
+    ),
+    ("no periods", lambda: statement(n_periods=0), "n_periods"),
+    ("negative periods", lambda: statement(n_periods=-2), "n_periods"),
+    (
+        "state and action share a name",
+        lambda: statement(
+            actions={**PRECAUTIONARY.actions, "wealth": PRECAUTIONARY.actions["consumption"]}
+        ),
+        "both states and actions",
+    ),
+    # Params
+    ("params None", lambda: validate_params(model=LIFECYCLE, params=None), "must be a mapping"),
+    ("params list", lambda: validate_params(model=LIFECYCLE, params=[1]), "must be a mapping"),
+    ("params str", lambda: validate_params(model=LIFECYCLE, params="beta"), "must be a mapping"),
+    ("param missing", lambda: validate_params(model=LIFECYCLE, params={}), "missing"),
+    ("param unknown", lambda: params_with(gamma=1.0), "unexpected ['gamma']"),
+    ("param nan", lambda: params_with(beta=math.nan), "['beta'] are not finite"),
+    ("param inf", lambda: params_with(r=math.inf), "['r'] are not finite"),
+    ("param -inf in array", lambda: params_with(disutility_of_work=[0.1, -math.inf]), "not finite"),
+    ("param string", lambda: params_with(crra="2"), "crra"),
+    ("param None", lambda: params_with(crra=None), "crra"),
+    ("param dict", lambda: params_with(crra={"a": 1}), "crra"),
+    ("param wrong shape", lambda: params_with(disutility_of_work=[0.1, 0.2, 0.3]), "shape"),
+    ("param scalar for array", lambda: params_with(disutility_of_work=0.1), "shape"),
+    ("param array for scalar", lambda: params_with(crra=[2.0, 3.0]), "shape"),
+    ("beta zero", lambda: params_with(beta=0.0), "must be > 0"),
+    ("beta negative", lambda: params_with(beta=-0.9), "must be > 0"),
+    ("param complex", lambda: params_with(crra=2 + 1j), "crra"),
+    # Solve arguments
+    ("unknown method", lambda: solve(model=LIFECYCLE, params=PARAMS, method="vfi"), "method"),
+    ("bad log level", lambda: solve(model=LIFECYCLE, params=PARAMS, log_level="loud"), "log"),
+    (
+        "memory limit str",
+        lambda: solve(model=LIFECYCLE, params=PARAMS, memory_limit="lots"),
+        "memory_limit",
+    ),
+    ("memory limit 0", lambda: solve(model=LIFECYCLE, params=PARAMS, memory_limit=0), "positive"),
+    (
+        "memory limit negative",
+        lambda: solve(model=LIFECYCLE, params=PARAMS, memory_limit=-5),
+        "positive",
+    ),
+    (
+        "memory limit 200%",
+        lambda: solve(model=LIFECYCLE, params=PARAMS, memory_limit="200%"),
+        "percentage",
+    ),
+    (
+        "memory limit below any plan",
+        lambda: solve(model=LIFECYCLE, params=PARAMS, method="grid", memory_limit=100),
+        "memory",
+    ),
+    (
+        "egm on a model without savings grid",
+        lambda: solve(model=LIFECYCLE, params=PARAMS, method="dcegm"),
+        "post_decision_grid",
+    ),
+    # Initial conditions
+    ("initial missing state", lambda: _simulate(initial(wealth=None)), "missing states"),
+    ("initial unknown state", lambda: _simulate(initial(age=np.array([1, 2]))), "unknown states"),
+    (
+        "initial lengths differ",
+        lambda: _simulate(initial(wealth=np.array([1.0, 2.0, 3.0]))),
+        "wealth",
+    ),
+    ("initial nan wealth", lambda: _simulate(initial(wealth=np.array([1.0, math.nan]))), "wealth"),
+    ("initial wealth outside", lambda: _simulate(initial(wealth=np.array([1.0, 1e6]))), "wealth"),
+    ("initial code too big", lambda: _simulate(initial(income=np.array([0, 7]))), "income"),
+    ("initial negative code", lambda: _simulate(initial(income=np.array([0, -1]))), "income"),
+    ("initial fractional code", lambda: _simulate(initial(income=np.array([0.5, 1.0]))), "income"),
+    ("initial unknown label", lambda: _simulate(initial(pref_type=np.array(["a", "b"]))), "pref"),
+    ("initial not a mapping", lambda: _simulate([1, 2, 3]), "must be a mapping"),
+    ("draw unknown label", lambda: drawn(lagged_retirement={"label": "asleep"}), "asleep"),
+    (
+        "draw probabilities not summing to one",
+        lambda: drawn(income={"probabilities": [0.5, 0.1, 0.1]}),
+        "income",
+    ),
+    ("draw unknown entry", lambda: drawn(income={"triangular": [0, 1]}), "income"),
+    (
+        "draw missing state",
+        lambda: draw_initial_conditions(
+            model=LIFECYCLE, n_subjects=4, seed=0, distribution={"wealth": {"value": 2.0}}
+        ),
+        "pref_type",
+    ),
+    (
+        "draw zero subjects",
+        lambda: draw_initial_conditions(
+            model=LIFECYCLE, n_subjects=0, seed=0, distribution=DISTRIBUTION
+        ),
+        "n_subjects",
+    ),
+    ("draw uniform outside grid", lambda: drawn(wealth={"uniform": [0.0, 1e6]}), "wealth"),
+    # Simulate arguments
+    ("simulate batch negative", lambda: _simulate(initial(), subject_batch_size=-1), "batch"),
+    ("simulate batch float", lambda: _simulate(initial(), subject_batch_size=2.5), "batch"),
+    ("simulate start period", lambda: _simulate(initial(), start_period=9), "start_period"),
+    ("simulate other params", lambda: _simulate(initial(), params=PARAMS | {"beta": 0.5}), "beta"),
+    ("simulate bad log level", lambda: _simulate(initial(), log_level="chatty"), "log"),
+]
+
+
+def variant(**fields):
+    from project.config import Variant
+
+    return Variant(**({"name": "v"} | fields))
+
+
+def variant_model(model="lifecycle", **sizes):
+    from project.pipeline import build_variant_model
+
+    return build_variant_model(model=model, sizes=sizes)
+
+
+def variant_params(**params):
+    from project.config import Variant
+    from project.pipeline import variant_params as resolve
+
+    return resolve(variant=Variant(name="v", params=params), model=LIFECYCLE)
+
+
+for bad_name in ["../escape", "/abs/path", "", "a b", "1st", "a/b", ".hidden", None, "x" * 65]:
+    CASES.append((f"variant name {bad_name!r}", lambda n=bad_name: variant(name=n), "safe"))
+CASES += [
+    ("variant model not a str", lambda: variant(model=3), "model must name"),
+    ("variant model with a path", lambda: variant(model="../m"), "model must name"),
+    ("variant sizes a list", lambda: variant(sizes=[1]), "sizes must be a dict"),
+    ("variant params a list", lambda: variant(params=[1]), "params must be a dict"),
+    ("variant params int keys", lambda: variant(params={1: 2}), "params must be a dict"),
+    ("variant unknown model", lambda: variant_model("lifecycel"), "Unknown model"),
+    ("variant unknown size", lambda: variant_model(n_walth=3), "Unknown sizes ['n_walth']"),
+    ("variant unknown param", lambda: variant_params(gamma=1.0), "unknown params ['gamma']"),
+    (
+        "variant scale without shocks",
+        lambda: variant_params(taste_shock_scale=0.1),
+        "taste_shocks=True",
+    ),
+]
+for bad_limit, fragment in [
+    ("2XB", "memory_limit"),
+    ("", "memory_limit"),
+    (-1.5, "positive"),
+    (math.nan, "positive"),
+    (math.inf, "positive"),
+    (True, "memory_limit"),
+    ([1], "memory_limit"),
+    ("0%", "percentage"),
+    ("-5%", "percentage"),
+]:
+    CASES.append(
+        (
+            f"memory limit {bad_limit!r}",
+            lambda b=bad_limit: solve(model=LIFECYCLE, params=PARAMS, memory_limit=b),
+            fragment,
+        )
+    )
+
+CASES += [
+    ("simulate seed str", lambda: _simulate(initial(), seed="a"), "seed"),
+    ("simulate seed float", lambda: _simulate(initial(), seed=1.5), "seed"),
+    ("simulate seed negative", lambda: _simulate(initial(), seed=-1), "seed"),
+    ("simulate solution None", lambda: _simulate(initial(), solution=None), "solution"),
+    (
+        "draw seed str",
+        lambda: draw_initial_conditions(
+            model=LIFECYCLE, n_subjects=4, seed="a", distribution=DISTRIBUTION
+        ),
+        "seed",
+    ),
+    (
+        "draw n_subjects float",
+        lambda: draw_initial_conditions(
+            model=LIFECYCLE, n_subjects=2.5, seed=0, distribution=DISTRIBUTION
+        ),
+        "n_subjects",
+    ),
+    (
+        "draw distribution None",
+        lambda: draw_initial_conditions(model=LIFECYCLE, n_subjects=4, seed=0, distribution=None),
+        "distribution",
+    ),
+    ("draw entry not a mapping", lambda: drawn(income=[0.2, 0.8]), "income"),
+    ("draw uniform reversed", lambda: drawn(wealth={"uniform": [5, 1]}), "wealth"),
+    ("draw lognormal negative sd", lambda: drawn(wealth={"lognormal": [0.0, -1.0]}), "wealth"),
+    ("draw value off grid", lambda: drawn(wealth={"value": -3.0}), "wealth"),
+    ("draw label for continuous", lambda: drawn(wealth={"label": "rich"}), "wealth"),
+    (
+        "draw probabilities negative",
+        lambda: drawn(income={"probabilities": [1.2, -0.1, -0.1]}),
+        "income",
+    ),
+    ("draw probabilities too few", lambda: drawn(income={"probabilities": [0.5, 0.5]}), "income"),
+    ("solve model None", lambda: solve(model=None, params=PARAMS), "model"),
+    ("solve devices empty", lambda: solve(model=LIFECYCLE, params=PARAMS, devices=[]), "devices"),
+    ("solve method None type", lambda: solve(model=LIFECYCLE, params=PARAMS, method=3), "method"),
+]
+
+_PRODUCTS: dict[str, Path] = {}
+
+
+def damaged(kind: str, damage: Callable[[Path], object]) -> Callable[[], object]:
+    """Return a case: a fresh copy of a saved product of ``kind``, damaged, then loaded."""
+
+    def case() -> object:
+        from project.persist import load_bundle, load_solution, save_bundle, save_solution
+
+        if not _PRODUCTS:
+            root = Path(tempfile.mkdtemp(prefix="bad-inputs-"))
+            atexit.register(shutil.rmtree, root, ignore_errors=True)
+            solution = _solution()
+            save_solution(solution=solution, directory=root / "solution")
+            result = _simulate(initial())
+            save_bundle(result=result, directory=root / "simulation")
+            _PRODUCTS.update(solution=root / "solution", simulation=root / "simulation")
+        copy = Path(tempfile.mkdtemp(prefix="damaged-")) / kind
+        shutil.copytree(_PRODUCTS[kind], copy)
+        try:
+            damage(copy)
+            if kind == "solution":
+                return load_solution(directory=copy, model=LIFECYCLE)
+            return load_bundle(directory=copy, model=LIFECYCLE)
+        finally:
+            shutil.rmtree(copy.parent, ignore_errors=True)
+
+    return case
+
+
+def _flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _largest(directory: Path) -> Path:
+    return max((p for p in directory.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+
+
+for kind in ("solution", "simulation"):
+    CASES += [
+        (
+            f"{kind}: flipped array byte",
+            damaged(kind, lambda d: _flip(_largest(d / "arrays"))),
+            "does not match the digest",
+        ),
+        (
+            f"{kind}: truncated metadata",
+            damaged(kind, lambda d: (d / "metadata.json").write_text("{")),
+            "metadata.json does not match",
+        ),
+        (
+            f"{kind}: emptied marker",
+            damaged(kind, lambda d: (d / "COMPLETE.json").write_text("")),
+            "not valid JSON",
+        ),
+        (
+            f"{kind}: marker a list",
+            damaged(kind, lambda d: (d / "COMPLETE.json").write_text("[]")),
+            "not the marker",
+        ),
+        (
+            f"{kind}: no marker",
+            damaged(kind, lambda d: (d / "COMPLETE.json").unlink()),
+            "has no COMPLETE.json",
+        ),
+        (f"{kind}: no arrays", damaged(kind, lambda d: shutil.rmtree(d / "arrays")), "is missing"),
+        (
+            f"{kind}: stray file",
+            damaged(kind, lambda d: (d / "notes.txt").write_text("x")),
+            "notes.txt is not part",
+        ),
+        (
+            f"{kind}: empty directory",
+            damaged(kind, lambda d: [shutil.rmtree(d), d.mkdir()]),
+            "has no COMPLETE.json",
+        ),
+    ]
+CASES += [
+    (
+        "simulation: truncated table",
+        damaged("simulation", lambda d: (d / "simulated_data.arrow").write_bytes(b"")),
+        "simulated_data.arrow does not match",
+    ),
+    (
+        "solution: a bundle's marker",
+        damaged(
+            "solution",
+            lambda d: shutil.copyfile(
+                _PRODUCTS["simulation"] / "COMPLETE.json", d / "COMPLETE.json"
+            ),
+        ),
+        "not the marker of a solution",
+    ),
+]
+
+_SOLUTION = {}
+
+
+def _solution():
+    if "solution" not in _SOLUTION:
+        _SOLUTION["solution"] = solve(model=LIFECYCLE, params=PARAMS)
+    return _SOLUTION["solution"]
+
+
+def _simulate(initial_conditions, **change):
+    arguments = {
+        "params": PARAMS,
+        "initial_conditions": initial_conditions,
+        "solution": _solution(),
+        "seed": 0,
+    }
+    return simulate(**(arguments | change))
+
+
+@pytest.mark.parametrize(("make", "fragment"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_raises_our_error_naming_the_culprit(make, fragment):
+    with pytest.raises(ProjectError) as caught:
+        make()
+    assert fragment in str(caught.value), str(caught.value)
+
+
+def test_the_table_is_large_and_its_ids_unique():
+    ids = [c[0] for c in CASES]
+    assert len(ids) == len(set(ids))
+    assert len(ids) >= 150
