@@ -188,6 +188,10 @@ def _categories_of(
     return tuple(labels[i] for i in order), tuple(range(len(codes)))
 
 
+RESOLUTION_ULPS = 4
+"""The smallest step of an evenly spaced grid, in units in the last place of its largest bound."""
+
+
 class _EvenlySpacedGrid(ContinuousGrid):
     """``n_points`` points from ``start`` to ``stop`` (both included), evenly spaced in ``kind``."""
 
@@ -216,9 +220,34 @@ class _EvenlySpacedGrid(ContinuousGrid):
         self.start, self.stop, self._n_points = float(start), float(stop), int(n_points)
         self.batch_size, self.distributed = batch_size, distributed
         self._check_bounds()
+        self._check_resolution()
 
     def _check_bounds(self) -> None:
         """Raise for bounds this kind of grid cannot hold (beyond start < stop)."""
+
+    def _check_resolution(self) -> None:
+        """Raise when neighbouring points are too close to stay distinct in working precision.
+
+        Points are computed in the working precision (float32 unless x64 is enabled when the
+        grid is built); a step below a few units in the last place would round points onto
+        each other or out of order.
+        """
+        dtype = np.dtype(float_dtype())
+        if self.kind == "linspace":
+            step = (self.stop - self.start) / (self.n_points - 1)
+            resolution = float(np.spacing(dtype.type(max(abs(self.start), abs(self.stop)))))
+        else:
+            step = math.expm1((math.log(self.stop) - math.log(self.start)) / (self.n_points - 1))
+            resolution = float(np.finfo(dtype).eps)
+        if step < RESOLUTION_ULPS * resolution:
+            msg = (
+                f"{self.name}: {self.n_points} points are too dense for {dtype.name} (step "
+                f"{step:.3g}{' relative' if self.kind != 'linspace' else ''}, precision "
+                f"{resolution:.3g}): they would round onto each other. Use fewer points, a range "
+                "nearer zero, or enable x64 (jax.config.update('jax_enable_x64', True)) before "
+                "building the grid."
+            )
+            raise GridInitializationError(msg)
 
     @property
     def spec(self) -> Spec:
