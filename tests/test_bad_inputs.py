@@ -182,6 +182,7 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("beta zero", lambda: params_with(beta=0.0), "must be > 0"),
     ("beta negative", lambda: params_with(beta=-0.9), "must be > 0"),
     ("param complex", lambda: params_with(crra=2 + 1j), "crra"),
+    ("param beyond float32", lambda: params_with(crra=1e300), "exceeds the range of float32"),
     # Solve arguments
     ("unknown method", lambda: solve(model=LIFECYCLE, params=PARAMS, method="vfi"), "method"),
     ("bad log level", lambda: solve(model=LIFECYCLE, params=PARAMS, log_level="loud"), "log"),

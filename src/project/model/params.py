@@ -61,7 +61,15 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
         if value.shape != shape:
             wrong.append(f"{key}: expected shape {shape}, got {value.shape}")
             continue
-        converted[key] = value.astype(float_dtype())
+        with np.errstate(over="ignore"):
+            cast = value.astype(float_dtype())
+        if np.isfinite(value).all() and not np.isfinite(cast).all():
+            wrong.append(
+                f"{key}: {value.tolist()} exceeds the range of {np.dtype(float_dtype()).name}; "
+                "rescale it or enable x64"
+            )
+            continue
+        converted[key] = cast
     if wrong:
         msg = (
             f"Model {model.name!r}: invalid params: {'; '.join(wrong)}. Give each a number or "
