@@ -480,3 +480,8 @@ def test_the_table_is_large_and_its_ids_unique():
     ids = [c[0] for c in CASES]
     assert len(ids) == len(set(ids))
     assert len(ids) >= 150
+
+
+def test_the_unchanged_statement_builds():
+    """The statement the cases alter is valid as given (so each case tests its one change)."""
+    assert statement().name == "typed"

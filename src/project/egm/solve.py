@@ -24,10 +24,10 @@ from project.egm.program import REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import InvalidValueFunctionError, ModelSpecificationError
-from project.model.params import pack_params, params_on_host
+from project.model.params import n_packed_params, pack_params, params_on_host
 from project.model.spec import Model
 from project.points import float_dtype
-from project.solver.budget import check_buffers, compiled_buffers
+from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.facts import MAX_CACHED_PARAMS, fingerprint
 from project.solver.sweep import compose
@@ -110,25 +110,16 @@ def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) ->
 
     Its buffers are checked against ``memory_limit`` at every call (the limit may change).
     """
-    programs = _PROGRAMS.setdefault(model, {})
-    key = (window, str(float_dtype()))
-    if key not in programs:
-        flat = jax.ShapeDtypeStruct((_n_params(model),), float_dtype())
-        savings = jax.ShapeDtypeStruct(_savings(model).shape, float_dtype())
-        compiled = build_program(model, window=window).lower(flat, savings).compile()
-        programs[key] = (compiled, compiled_buffers(compiled))
-    compiled, buffers = programs[key]
-    check_buffers(
-        buffers,
+    flat = jax.ShapeDtypeStruct((n_packed_params(model),), float_dtype())
+    savings = jax.ShapeDtypeStruct((model.post_decision_grid.n_points,), float_dtype())
+    return compiled_within(
+        _PROGRAMS.setdefault(model, {}),
+        (window, str(float_dtype())),
+        lower=lambda: build_program(model, window=window).lower(flat, savings),
         memory_limit=memory_limit,
         what=f"Model {model.name!r} by {egm_structure(model).method.upper()}",
         log_level=log_level,
     )
-    return compiled
-
-
-def _n_params(model: Model) -> int:
-    return sum(int(np.prod(shape, dtype=int)) for shape in model.params_template.values())
 
 
 def _savings(model: Model) -> jax.Array:

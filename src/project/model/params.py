@@ -105,6 +105,11 @@ def pack_params(values: Mapping[str, np.ndarray]) -> np.ndarray:
     return np.concatenate([np.ravel(values[k]) for k in sorted(values)])
 
 
+def n_packed_params(model: Model) -> int:
+    """Return the length of the vector ``pack_params`` makes for ``model``'s params."""
+    return sum(int(np.prod(shape, dtype=int)) for shape in model.params_template.values())
+
+
 def unpack_params(*, model: Model, flat: jnp.ndarray) -> dict[str, jnp.ndarray]:
     """Return the params dict of a vector made by ``pack_params`` (traceable)."""
     unpacked, offset = {}, 0

@@ -128,7 +128,7 @@ def remove_leftovers(target: Path) -> None:
         if rest.startswith(f"{WRITING}-"):
             if _writer_alive(rest):
                 continue
-        elif not _is_generation_name(rest) and not rest.startswith(("old-", "tmp")):
+        elif not _is_generation_name(rest) and not rest.startswith("old-"):  # old layout
             continue
         _remove(entry)
 

@@ -30,7 +30,6 @@ Contract:
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -47,7 +46,7 @@ from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.persist.checkpoint import read_checkpoint, write_checkpoint
-from project.persist.manifest import verify_directory, write_marker
+from project.persist.manifest import read_json_object, verify_directory, write_marker
 from project.persist.solution import grids_without_knobs, package_versions
 from project.regimes.spec import RegimeModel
 from project.simulation.result import SimulationResult
@@ -119,7 +118,9 @@ def load_bundle(*, directory: Path, model: Model | RegimeModel | None = None) ->
     """Restore a result saved by ``save_bundle``; ``model`` is needed only for extra targets."""
     directory = Path(directory).absolute()
     verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
-    metadata = _read_json(directory / METADATA_NAME, required=METADATA_KEYS)
+    metadata = read_json_object(
+        directory / METADATA_NAME, kind=KIND, hint=REBUILD_HINT, required=METADATA_KEYS
+    )
     if model is not None:
         _check_model(directory=directory, model=model, metadata=metadata)
     tree = _restore_arrays(directory, model=model, metadata=metadata)
@@ -278,25 +279,6 @@ def _check_model(*, directory: Path, model: Model, metadata: dict[str, Any]) -> 
                 f"{model.name!r}. Load it with the matching model or rebuild it with `pytask`."
             )
             raise CheckpointError(msg)
-
-
-def _read_json(path: Path, *, required: Sequence[str]) -> dict[str, Any]:
-    if not path.is_file():
-        msg = f"{path.parent} has no {path.name}: the bundle is partial. {REBUILD_HINT}"
-        raise CheckpointError(msg)
-    try:
-        content = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        msg = f"{path} is not valid JSON ({error}): the bundle is corrupted. {REBUILD_HINT}"
-        raise CheckpointError(msg) from error
-    if not isinstance(content, dict):
-        msg = f"{path} does not hold a JSON object: the bundle is corrupted. {REBUILD_HINT}"
-        raise CheckpointError(msg)
-    missing = sorted(set(required) - set(content))
-    if missing:
-        msg = f"{path} lacks the entries {missing}: the bundle is corrupted. {REBUILD_HINT}"
-        raise CheckpointError(msg)
-    return content
 
 
 def _write_json(path: Path, content: dict[str, Any]) -> None:

@@ -86,11 +86,7 @@ def read_marker(directory: Path, *, kind: str, hint: str) -> dict[str, Any]:
             f"never ran. {hint}"
         )
         raise CheckpointError(msg)
-    try:
-        marker = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        msg = f"{path} is not valid JSON ({error}): the {kind} is damaged. {hint}"
-        raise CheckpointError(msg) from error
+    marker = _parse_json(path, kind=kind, hint=hint)
     files = marker.get("files") if isinstance(marker, dict) else None
     if (
         not isinstance(files, dict)
@@ -104,6 +100,36 @@ def read_marker(directory: Path, *, kind: str, hint: str) -> dict[str, Any]:
         )
         raise CheckpointError(msg)
     return marker
+
+
+def read_json_object(
+    path: Path, *, kind: str, hint: str, required: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """Return the JSON object in ``path`` (a file of a ``kind`` product) with ``required`` keys.
+
+    Raises ``CheckpointError`` naming the file when it is unreadable, no JSON object, or lacks
+    an entry.
+    """
+    content = _parse_json(path, kind=kind, hint=hint)
+    if not isinstance(content, dict):
+        msg = f"{path} does not hold a JSON object: the {kind} is damaged. {hint}"
+        raise CheckpointError(msg)
+    missing = sorted(set(required) - set(content))
+    if missing:
+        msg = (
+            f"{path} lacks the entries {missing}: the {kind} is damaged or was written by "
+            f"another version. {hint}"
+        )
+        raise CheckpointError(msg)
+    return content
+
+
+def _parse_json(path: Path, *, kind: str, hint: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        msg = f"{path} is not valid JSON ({error}): the {kind} is damaged. {hint}"
+        raise CheckpointError(msg) from error
 
 
 def verify_directory(

@@ -36,7 +36,12 @@ from project.errors import CheckpointError
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.persist.checkpoint import read_checkpoint, write_checkpoint
-from project.persist.manifest import PROVENANCE_NAME, verify_directory, write_marker
+from project.persist.manifest import (
+    PROVENANCE_NAME,
+    read_json_object,
+    verify_directory,
+    write_marker,
+)
 from project.regimes.grid import solution_continuation
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
@@ -181,16 +186,11 @@ def load_solution(
 def read_metadata(directory: Path) -> dict[str, Any]:
     """Return a solution's ``metadata.json``; raise ``CheckpointError`` when it is malformed."""
     path = Path(directory) / "metadata.json"
-    try:
-        metadata = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        msg = f"{path} is not valid JSON ({error}): the solution is damaged. {REBUILD_HINT}"
-        raise CheckpointError(msg) from error
-    missing = sorted(set(METADATA_KEYS) - set(metadata)) if isinstance(metadata, dict) else ["*"]
-    if missing or not isinstance(metadata["model"], dict) or "states" not in metadata["model"]:
+    metadata = read_json_object(path, kind=KIND, hint=REBUILD_HINT, required=METADATA_KEYS)
+    if not isinstance(metadata["model"], dict) or "states" not in metadata["model"]:
         msg = (
-            f"{path} lacks the entries {missing or ['model.states']}: the solution is damaged "
-            f"or was written by another version. {REBUILD_HINT}"
+            f"{path} lacks the entries ['model.states']: the solution is damaged or was "
+            f"written by another version. {REBUILD_HINT}"
         )
         raise CheckpointError(msg)
     try:
@@ -210,12 +210,7 @@ def read_provenance(directory: Path) -> dict[str, Any]:
     path = Path(directory) / PROVENANCE_NAME
     if not path.is_file():
         return {}
-    try:
-        content = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        msg = f"{path} is not valid JSON ({error}): the solution is damaged. {REBUILD_HINT}"
-        raise CheckpointError(msg) from error
-    return content if isinstance(content, dict) else {}
+    return read_json_object(path, kind=KIND, hint=REBUILD_HINT)
 
 
 def _check_grids(directory: Path, *, model: Model, saved: dict[str, Any], method: str) -> None:

@@ -12,7 +12,6 @@ and its own savings grid; a regime without discrete actions is plain EGM, one wi
 from __future__ import annotations
 
 import logging
-import math
 import time
 import weakref
 from collections.abc import Callable, Mapping
@@ -30,7 +29,7 @@ from project.egm.solution import EGMSolution
 from project.egm.solve import check_borrowing_limit, check_report
 from project.egm.structure import egm_structure
 from project.egm.utility import Utility
-from project.model.params import pack_params, params_on_host, unpack_params
+from project.model.params import n_packed_params, pack_params, params_on_host, unpack_params
 from project.points import float_dtype
 from project.regimes.continuation import (
     CHECK_COLUMNS,
@@ -38,7 +37,7 @@ from project.regimes.continuation import (
     raise_for_regime_checks,
 )
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView, missing_states
-from project.solver.budget import check_buffers, compiled_buffers
+from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.sweep import compose
 
@@ -112,27 +111,20 @@ def _program(
     model: RegimeModel, *, window: int, memory_limit: Any, log_level: str
 ) -> Callable[..., Any]:
     """Return the program for envelope ``window``, compiled once per dtype, its memory checked."""
-    programs = _PROGRAMS.setdefault(model, {})
-    key = (window, str(float_dtype()))
-    if key not in programs:
-        dtype = float_dtype()
-        flat = jax.ShapeDtypeStruct(
-            (sum(math.prod(s) for s in model.params_template.values()),), dtype
-        )
-        savings = {
-            r: jax.ShapeDtypeStruct((v.post_decision_grid.n_points,), dtype)
-            for r, v in model.regimes.items()
-        }
-        compiled = _build(model, window=window).lower(flat, savings).compile()
-        programs[key] = (compiled, compiled_buffers(compiled))
-    compiled, buffers = programs[key]
-    check_buffers(
-        buffers,
+    dtype = float_dtype()
+    flat = jax.ShapeDtypeStruct((n_packed_params(model),), dtype)
+    savings = {
+        r: jax.ShapeDtypeStruct((v.post_decision_grid.n_points,), dtype)
+        for r, v in model.regimes.items()
+    }
+    return compiled_within(
+        _PROGRAMS.setdefault(model, {}),
+        (window, str(dtype)),
+        lower=lambda: _build(model, window=window).lower(flat, savings),
         memory_limit=memory_limit,
         what=f"Model {model.name!r} ({len(model.regimes)} regimes) by endogenous grids",
         log_level=log_level,
     )
-    return compiled
 
 
 def regime_targets(model: RegimeModel, *, source: str) -> tuple[Target, ...]:

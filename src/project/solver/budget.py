@@ -19,7 +19,7 @@ import math
 import os
 import re
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -352,6 +352,28 @@ def log_memory(
         note,
         measured,
     )
+
+
+def compiled_within(
+    cache: dict[Any, tuple[Any, MemoryEstimate | None]],
+    key: Any,
+    *,
+    lower: Callable[[], Any],
+    memory_limit: Any,
+    what: str,
+    log_level: str,
+) -> Any:
+    """Return the program ``lower()`` compiles (once per ``key`` in ``cache``), memory checked.
+
+    For programs without a knob to turn ((DC-)EGM): XLA's buffer assignment is read once per
+    program and checked against ``memory_limit`` at every call (the limit may change).
+    """
+    if key not in cache:
+        compiled = lower().compile()
+        cache[key] = (compiled, compiled_buffers(compiled))
+    compiled, buffers = cache[key]
+    check_buffers(buffers, memory_limit=memory_limit, what=what, log_level=log_level)
+    return compiled
 
 
 def compiled_buffers(compiled: Any) -> MemoryEstimate | None:

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from project.model.params import n_packed_params
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.plan import SolvePlan
@@ -129,7 +130,7 @@ def predict_solve_memory(
         g.n_points * (INT32 if g.is_discrete else f)
         for g in (model.states | model.actions).values()
     )
-    params = sum(math.prod(shape) for shape in model.params_template.values()) * f
+    params = n_packed_params(model) * f
     period = max(
         ((name, _period_bytes(plan, sizes, kernel=name, block=block)) for name in set(kernels)),
         key=lambda item: item[1],
