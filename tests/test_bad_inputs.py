@@ -16,13 +16,15 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project import ProjectError, solve
+from project import ModelSpecificationError, ProjectError, solve
 from project.grids import DiscreteGrid, IrregSpacedGrid, LinSpacedGrid, LogSpacedGrid
 from project.model import Model, validate_params
-from project.models import lifecycle, precautionary
+from project.models import lifecycle, lifecycle_regimes, precautionary
+from project.regimes import RegimeModel
 from project.simulation import draw_initial_conditions, simulate
 
 LIFECYCLE = lifecycle.build_model(n_wealth=6, n_consumption=5, n_income=3, n_periods=3)
@@ -353,6 +355,160 @@ CASES += [
     ("solve method None type", lambda: solve(model=LIFECYCLE, params=PARAMS, method=3), "method"),
 ]
 
+
+def altered(model, **change):
+    """Return ``model`` restated with some of its functions or constraints replaced."""
+    parts = {
+        "name": "outputs",
+        "states": model.states,
+        "actions": model.actions,
+        "functions": dict(model.functions) | change.pop("functions", {}),
+        "constraints": dict(model.constraints) | change.pop("constraints", {}),
+        "stochastic_transitions": model.stochastic_transitions,
+        "ages": model.ages,
+        "param_shapes": model.param_shapes,
+        "shocks": model.shocks,
+        "post_decision_grid": model.post_decision_grid,
+        "taste_shocks": model.taste_shocks,
+    }
+    return Model(**parts)
+
+
+def solved_with(method="grid", **change):
+    sizes = {"n_wealth": 6, "n_consumption": 5, "n_income": 3, "n_periods": 3}
+    base = lifecycle.build_model(**sizes, n_savings=8 if method == "dcegm" else None)
+    return solve(model=altered(base, **change), params=PARAMS, method=method)
+
+
+def regimes_with(**functions):
+    base = lifecycle_regimes.build_model(n_wealth=6, n_consumption=5, n_income=3, n_periods=3)
+    model = RegimeModel(
+        name="outputs",
+        regimes={
+            "working": altered(base.regimes["working"], functions=functions),
+            "retired": base.regimes["retired"],
+            "dead": base.terminal["dead"],
+        },
+        transitions={
+            "working": lifecycle_regimes.working_transition,
+            "retired": lifecycle_regimes.retired_transition,
+        },
+    )
+    return solve(model=model, params=lifecycle_regimes.default_params(), method="grid")
+
+
+def _utility(consumption, working, pref_type, crra, disutility_of_work):
+    return consumption ** (1 - crra) / (1 - crra) - disutility_of_work[pref_type] * working
+
+
+def _vector_utility(consumption, working, pref_type, crra, disutility_of_work):
+    return jnp.stack([_utility(consumption, working, pref_type, crra, disutility_of_work)] * 2)
+
+
+def _bool_utility(consumption, working, pref_type, crra, disutility_of_work):
+    return _utility(consumption, working, pref_type, crra, disutility_of_work) > 0
+
+
+def _vector_wealth(wealth, consumption, working, labor_income, pension, r):
+    return jnp.stack([(1 + r) * (wealth - consumption) + working * labor_income + pension] * 2)
+
+
+def _bool_wealth(wealth, consumption, working, labor_income, pension, r):
+    return (1 + r) * (wealth - consumption) + working * labor_income + pension > 0
+
+
+def _python_if(retirement):
+    return 1 if retirement else 0
+
+
+# What model functions return (solver/outputs.py): shapes and dtypes by tracing, codes of
+# discrete laws of motion on a sample with the actual params.
+CASES += [
+    (
+        "output utility vector",
+        lambda: solved_with(functions={"utility": _vector_utility}),
+        "'utility' returns shape (2,)",
+    ),
+    (
+        "output utility bool",
+        lambda: solved_with(functions={"utility": _bool_utility}),
+        "'utility' returns shape () and dtype bool",
+    ),
+    (
+        "output utility vector dcegm",
+        lambda: solved_with("dcegm", functions={"utility": _vector_utility}),
+        "'utility' returns shape (2,)",
+    ),
+    (
+        "output constraint float",
+        lambda: solved_with(
+            constraints={"borrowing_constraint": lambda consumption, wealth: wealth - consumption}
+        ),
+        "'borrowing_constraint' returns shape () and dtype float",
+    ),
+    (
+        "output constraint vector",
+        lambda: solved_with(
+            constraints={
+                "borrowing_constraint": lambda consumption, wealth: jnp.stack(
+                    [consumption <= wealth] * 3
+                )
+            }
+        ),
+        "'borrowing_constraint' returns shape (3,)",
+    ),
+    (
+        "output code out of range",
+        lambda: solved_with(
+            functions={"next_lagged_retirement": lambda retirement: jnp.where(retirement, 7, 0)}
+        ),
+        "'next_lagged_retirement' returns code 7 at retirement=1",
+    ),
+    (
+        "output code negative",
+        lambda: solved_with(
+            functions={"next_lagged_retirement": lambda retirement: retirement - 1}
+        ),
+        "'next_lagged_retirement' returns code -1 at retirement=0",
+    ),
+    (
+        "output code float",
+        lambda: solved_with(
+            functions={"next_lagged_retirement": lambda retirement: retirement / 2}
+        ),
+        "'next_lagged_retirement' returns shape () and dtype float",
+    ),
+    (
+        "output code python if",
+        lambda: solved_with(functions={"next_lagged_retirement": _python_if}),
+        "evaluating 'next_lagged_retirement'",
+    ),
+    (
+        "output code dcegm",
+        lambda: solved_with(
+            "dcegm",
+            functions={"next_lagged_retirement": lambda retirement: jnp.where(retirement, 7, 0)},
+        ),
+        "returns code 7",
+    ),
+    (
+        "output code regimes",
+        lambda: regimes_with(next_pref_type=lambda pref_type: pref_type + 1),
+        "'next_pref_type' returns code 2 at pref_type=1",
+    ),
+    (
+        "output next wealth vector",
+        lambda: solved_with(functions={"next_wealth": _vector_wealth}),
+        "'next_wealth' returns shape (2,)",
+    ),
+    (
+        "output next wealth bool",
+        lambda: solved_with(functions={"next_wealth": _bool_wealth}),
+        "'next_wealth' returns shape () and dtype bool",
+    ),
+]
+
+
 _PRODUCTS: dict[str, Path] = {}
 
 
@@ -485,3 +641,19 @@ def test_the_table_is_large_and_its_ids_unique():
 def test_the_unchanged_statement_builds():
     """The statement the cases alter is valid as given (so each case tests its one change)."""
     assert statement().name == "typed"
+
+
+def test_the_code_check_follows_the_params_a_law_of_motion_depends_on():
+    """Codes valid under some params and not others are checked for the params of each solve."""
+
+    def next_lagged_retirement(retirement, age, mandatory_retirement_age):
+        return jnp.where(age >= mandatory_retirement_age, 2, retirement)
+
+    base = lifecycle.build_model(n_wealth=6, n_consumption=5, n_income=3, n_periods=3)
+    model = altered(base, functions={"next_lagged_retirement": next_lagged_retirement})
+    early = PARAMS | {"mandatory_retirement_age": 51.0}
+    solve(model=model, params=PARAMS, method="grid")  # ages 50 to 52, all below 65
+    with pytest.raises(ModelSpecificationError, match=r"returns code 2 at retirement=0, age=51"):
+        solve(model=model, params=early, method="grid")
+    solve(model=model, params=PARAMS, method="grid")
+    solve(model=model, params=early, method="grid", log_level="off")  # checks opted out

@@ -30,6 +30,7 @@ from project.points import float_dtype
 from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.facts import MAX_CACHED_PARAMS, fingerprint
+from project.solver.outputs import check_function_outputs
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
@@ -62,6 +63,7 @@ def solve_egm(
     check_log_level(log_level)
     structure = egm_structure(model)
     host_params = params_on_host(model=model, params=params)
+    check_function_outputs(model, params=host_params, codes=log_level != "off")
     flat = pack_params(host_params)
     savings = _savings(model)
     key = fingerprint(flat)

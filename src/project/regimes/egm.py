@@ -39,6 +39,7 @@ from project.regimes.continuation import (
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView, missing_states
 from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level
+from project.solver.outputs import check_function_outputs
 from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
@@ -62,6 +63,8 @@ def solve_on_endogenous_grids(
     """
     check_log_level(log_level)
     host_params = params_on_host(model=model, params=params)
+    for view in model.regimes.values():
+        check_function_outputs(view, params=host_params, codes=log_level != "off")
     savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
     if log_level != "off":
         for view in model.regimes.values():

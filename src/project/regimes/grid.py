@@ -33,6 +33,7 @@ from project.solver.checks import LogLevel, check_log_level, nan_locations, repo
 from project.solver.facts import fact_columns, program_facts
 from project.solver.grid_cache import grid_points_of
 from project.solver.kernels import build_kernel
+from project.solver.outputs import check_function_outputs
 from project.solver.plan import SolvePlan, general_plan, plan_for
 from project.solver.program import FLAG_COLUMNS, action_block, kernel_step
 from project.solver.selection import choose_kernels, log_kernels
@@ -69,6 +70,8 @@ def solve_on_grid(
     """
     check_log_level(log_level)
     host_params = params_on_host(model=model, params=params)
+    for view in model.regimes.values():
+        check_function_outputs(view, params=host_params, codes=log_level != "off")
     flat = pack_params(host_params)
     plans = {
         r: plan_for(v) if exploit_structure else general_plan(v) for r, v in model.regimes.items()

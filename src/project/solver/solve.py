@@ -47,6 +47,7 @@ from project.solver.facts import (
     slope_guess,
 )
 from project.solver.grid_cache import grid_points_of
+from project.solver.outputs import check_function_outputs
 from project.solver.plan import SolvePlan, general_plan, plan_for
 from project.solver.program import FLAG_COLUMNS, compiled_programs, solve_program
 from project.solver.q import build_q_kernel
@@ -120,6 +121,7 @@ def solve(
         return solve_egm(model=model, params=params, log_level=log_level, memory_limit=memory_limit)
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
+    check_function_outputs(model, params=host_params, codes=log_level != "off")
     flat_params = pack_params(host_params)
     key = fingerprint(flat_params)
     mesh = state_mesh(model, devices=devices)
