@@ -54,6 +54,7 @@ from project.config import (
     VARIANTS,
 )
 from project.errors import ConfigurationError
+from project.logs import log_to_file
 from project.nodes import directory_product
 from project.persist import MARKER_NAME
 
@@ -90,9 +91,11 @@ TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "style.py", "profil
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 # Progress of our own code at INFO; other libraries' INFO chatter (orbax, absl, fontTools, dask)
-# stays out of the build's output.
+# stays out of the build's output. Our records and all warnings are also appended to
+# bld/logs/build.log (``project.logs``).
 logging.basicConfig(level=logging.WARNING, format="%(message)s")
 logging.getLogger("project").setLevel(logging.INFO)
+log_to_file(BLD / "logs" / "build.log")  # every process of the build: main and workers
 
 
 def _slurm_executor(n_workers: int) -> Executor:

@@ -8,6 +8,7 @@ retirement "working" and "retired" (the retiree's V does not depend on income).
 
 import logging
 
+import dags
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -129,6 +130,13 @@ def test_regime_solution_evaluates_each_regime_and_terminal_values(restated):
 # ---------------------------------------------------------------------------------------------
 
 
+def _law_of_motion(state, grid):
+    """Return wealth less consumption for a continuous state, the same code for a discrete one."""
+    if grid.is_discrete:
+        return dags.rename_arguments(lambda code: code, mapper={"code": state})
+    return lambda wealth, consumption: wealth - consumption
+
+
 def two_regimes(transition, *, retired_states=None, terminal=None, **other):
     working = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=3)
     states = retired_states or {"wealth": working.states["wealth"]}
@@ -138,7 +146,7 @@ def two_regimes(transition, *, retired_states=None, terminal=None, **other):
         actions={"consumption": working.actions["consumption"]},
         functions={
             "utility": log_utility,
-            **{f"next_{s}": (lambda wealth, consumption: wealth - consumption) for s in states},
+            **{f"next_{s}": _law_of_motion(s, grid) for s, grid in states.items()},
         },
         constraints={"budget": lambda consumption, wealth: consumption <= wealth},
         n_periods=other.pop("retired_periods", 3),

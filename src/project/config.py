@@ -131,5 +131,6 @@ SLURM_CLUSTER: dict[str, Any] = {
     "memory": "16GiB",
     "walltime": "04:00:00",
     "job_extra_directives": [],
+    "log_directory": str(BLD / "logs" / "slurm"),  # the jobs' output, not the working directory
 }
 """Keyword arguments of ``dask_jobqueue.SLURMCluster`` for ``pytask --parallel-backend custom``."""
