@@ -134,16 +134,6 @@ def _figure_paths(stem: str) -> dict[str, Path]:
     return {suffix: FIGURES / f"{stem}.{suffix}" for suffix in ("png", "pdf")}
 
 
-def _calibration_paths(directory: Path) -> dict[str, Path]:
-    return {
-        "weights": directory / "calibrated_weights.arrow",
-        "log": directory / "calibration_log.csv",
-        "table": directory / "targets_before_after.csv",
-        "table_md": directory / "targets_before_after.md",
-        "figure": directory / "calibration_loss.png",
-    }
-
-
 def _table_paths(stem: str) -> dict[str, Path]:
     return {"tex": TABLES / f"{stem}.tex", "md": TABLES / f"{stem}.md"}
 
@@ -220,12 +210,12 @@ for variant in VARIANTS.values():
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         targets_file: Path = CALIBRATION["targets"],
         calibration_sources: list[Path] = CALIBRATION_SOURCES,
-        produces: dict[str, Path] = _calibration_paths(calibration_dir),
+        produces: Path = directory_product(calibration_dir / MARKER_NAME),
     ) -> None:
         """Reweight the simulated subjects to the aggregate targets."""
         import pandas as pd
 
-        from project.calibration import calibrate_from_panel, write_calibration_products
+        from project.calibration import calibrate_from_panel, save_calibration
         from project.pipeline import load_panel
 
         outcome = calibrate_from_panel(
@@ -233,13 +223,7 @@ for variant in VARIANTS.values():
             targets=pd.read_csv(targets_file),
             settings=json.loads(settings_json),
         )
-        write_calibration_products(
-            outcome,
-            weights_path=produces["weights"],
-            log_path=produces["log"],
-            table_path=produces["table"],
-            figure_path=produces["figure"],
-        )
+        save_calibration(outcome, directory=produces.parent)
 
     @task(id=variant.name)
     def task_plot_policy_functions(

@@ -18,12 +18,14 @@ from project.calibration import (
     calibrate_from_panel,
     calibrate_weights,
     dropout_mask,
+    load_calibration,
     parse_targets,
     passes,
-    write_calibration_products,
+    save_calibration,
 )
+from project.calibration.products import FILE_NAMES
 from project.calibration.source import EstimateSource
-from project.errors import ProjectError
+from project.errors import CheckpointError, ProjectError
 
 ROOT = Path(__file__).resolve().parents[1]
 N, K = 50, 6
@@ -394,19 +396,29 @@ def test_calibrate_from_panel_and_products(tmp_path):
 
     written = []
     for folder in ("a", "b"):
-        paths = write_calibration_products(
+        marker = save_calibration(
             calibrate_from_panel(panel=_panel(), targets=_targets(), settings=settings),
-            weights_path=tmp_path / folder / "calibrated_weights.arrow",
-            log_path=tmp_path / folder / "calibration_log.csv",
-            table_path=tmp_path / folder / "calibration_targets.csv",
-            figure_path=tmp_path / folder / "calibration_loss.png",
+            directory=tmp_path / folder / "calibration",
         )
-        written.append({k: p.read_bytes() for k, p in paths.items()})
+        written.append({p.name: p.read_bytes() for p in sorted(marker.parent.iterdir())})
     assert written[0] == written[1]
-    loaded = pd.read_feather(tmp_path / "a" / "calibrated_weights.arrow")
-    pd.testing.assert_frame_equal(loaded, outcome.weights)
-    assert written[0]["figure"].startswith(b"\x89PNG")
-    assert b"| wealth_all |" in written[0]["table_markdown"]
+    assert set(written[0]) == {*FILE_NAMES.values(), "COMPLETE.json"}
+    loaded = load_calibration(tmp_path / "a" / "calibration")
+    pd.testing.assert_frame_equal(loaded.weights, outcome.weights)
+    pd.testing.assert_frame_equal(loaded.table, outcome.table, check_dtype=False)
+    assert written[0][FILE_NAMES["figure"]].startswith(b"\x89PNG")
+    assert b"| wealth_all |" in written[0][FILE_NAMES["table_markdown"]]
+
+
+def test_a_damaged_calibration_is_refused_naming_the_file(tmp_path):
+    outcome = calibrate_from_panel(
+        panel=_panel(), targets=_targets(), settings={"learning_rate": RATE, "epochs": 5}
+    )
+    directory = save_calibration(outcome, directory=tmp_path / "calibration").parent
+    weights = directory / FILE_NAMES["weights"]
+    weights.write_bytes(weights.read_bytes()[:-8])
+    with pytest.raises(CheckpointError, match=r"calibrated_weights\.arrow"):
+        load_calibration(directory)
 
 
 def test_shipped_targets_file_parses():

@@ -98,11 +98,16 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
+NOT_PRODUCTS = ("benchmarks", "logs")
+"""Folders of bld/ that hold no build products: benchmark results and the build's log (times
+and process ids; the README lists it as the one file under bld/ that differs between builds)."""
+
+
 def product_digests(root: Path) -> dict[str, str]:
     """Return SHA-256 of every product file as its path reads (through generation links).
 
-    Orbax checkpoints included; benchmarks left out. Hidden generation directories are reached
-    through their links; other hidden entries would be leftovers.
+    Orbax checkpoints included; ``NOT_PRODUCTS`` left out. Hidden generation directories are
+    reached through their links; other hidden entries would be leftovers.
     """
     digests = {}
     for directory, folders, files in os.walk(root / "bld", followlinks=True):
@@ -110,7 +115,7 @@ def product_digests(root: Path) -> dict[str, str]:
         for name in sorted(files):
             path = Path(directory) / name
             relative = path.relative_to(root)
-            if relative.parts[1] == "benchmarks":
+            if relative.parts[1] in NOT_PRODUCTS:
                 continue
             digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
@@ -208,6 +213,8 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert [p.name for p in (root / PAPER_PDF).parent.iterdir()] == ["paper.pdf"]
     else:
         assert first["task_compile_paper"] == "SKIP"
+    log = (root / "bld/logs/build.log").read_text()
+    assert "INFO project.pipeline: " in log and "INFO project.solver" in log
 
 
 def test_incremental_contract(serial_build):
@@ -286,6 +293,16 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}
 
 
+def test_parallel_loky_build_of_the_whole_pipeline_is_byte_identical(serial_build, tmp_path):
+    """`pytask -n 4` from a clean copy writes the same bytes as a serial build, in every file."""
+    _, _, serial_digests = serial_build
+    root = copy_project(tmp_path / "project")
+    outcomes = build(root, n_workers=4, parallel_backend="loky")
+    assert all(outcome in {"SUCCESS", "SKIP"} for outcome in outcomes.values()), outcomes
+    assert product_digests(root) == serial_digests
+    assert hidden_entries(root) == []
+
+
 def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build):
     """Damage each product kind in a built bld/; the next pytask rebuilds exactly those."""
     root, _, _ = serial_build
@@ -305,6 +322,10 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     (bld / "simulated_data.arrow").write_bytes(b"")
     metadata = bld / "baseline_grid/solution/metadata.json"
     metadata.write_text(metadata.read_text().replace('"float', '"float1', 1))
+    weights = bld / "baseline/calibration/calibrated_weights.arrow"
+    weights.write_bytes(weights.read_bytes()[:-100])  # single files: pytask hashes their content
+    figure = bld / "figures/variant_comparison.png"
+    figure.write_bytes(b"\x00" + figure.read_bytes()[1:])
 
     ran = executed(build(root))
     assert {
@@ -312,6 +333,8 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
         "task_simulate[baseline]",
         "task_simulate[low_pension]",
         "task_solve[baseline_grid]",
+        "task_calibrate[baseline]",
+        "task_plot_variant_comparison",
     } <= ran
     assert product_digests(root) == before
     assert hidden_entries(root) == []

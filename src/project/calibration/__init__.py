@@ -1,9 +1,10 @@
 """Reweight simulated subjects to aggregate targets with exact batched gradients (JAX, optax).
 
-Entry points: ``calibrate_from_panel`` (panel + targets table -> ``CalibrationOutcome``) and
-``write_calibration_products``; the building blocks are ``calibrate_weights`` (weights, an
-estimate matrix or batch function, a ``TargetProblem``), ``PanelEstimates`` and
-``parse_targets``. Invalid inputs raise ``CalibrationError`` (a ``project.errors.ProjectError``).
+Entry points: ``calibrate_from_panel`` (panel + targets table -> ``CalibrationOutcome``),
+``save_calibration`` (one verified directory product) and ``load_calibration`` (reads it back,
+verified); the building blocks are ``calibrate_weights`` (weights, an estimate matrix or batch
+function, a ``TargetProblem``), ``PanelEstimates`` and ``parse_targets``. Invalid inputs raise
+``CalibrationError`` (a ``project.errors.ProjectError``).
 """
 
 from project.calibration.errors import CalibrationError
@@ -12,7 +13,7 @@ from project.calibration.optimize import CalibrationFit, CalibrationSettings, ca
 from project.calibration.outcome import CalibrationOutcome, calibrate_from_panel
 from project.calibration.panel import PanelEstimates
 from project.calibration.passes import dropout_mask
-from project.calibration.products import write_calibration_products
+from project.calibration.products import SavedCalibration, load_calibration, save_calibration
 from project.calibration.targets import TargetDefinition, parse_targets
 
 __all__ = [
@@ -22,11 +23,13 @@ __all__ = [
     "CalibrationSettings",
     "Objective",
     "PanelEstimates",
+    "SavedCalibration",
     "TargetDefinition",
     "TargetProblem",
     "calibrate_from_panel",
     "calibrate_weights",
     "dropout_mask",
+    "load_calibration",
     "parse_targets",
-    "write_calibration_products",
+    "save_calibration",
 ]

@@ -1,22 +1,22 @@
-"""Write a calibration's products: weights, log, targets table and the loss curve.
+"""Save a calibration as one verified directory product; load it back, verified.
 
-Contract: ``write_calibration_products(outcome, weights_path=..., log_path=..., table_path=...,
-figure_path=...)`` writes
+Contract: ``save_calibration(outcome, directory=...)`` publishes ``directory`` atomically (a
+content-named generation behind a link, ``project.persist.atomic``) holding
 
-- the weights as feather (Arrow IPC; columns ``subject_id``, ``weight``);
-- the per-epoch log as CSV (``.csv``) or feather (``.arrow`` / ``.feather``);
-- the targets table as CSV at ``table_path`` with suffix ``.csv`` and as a Markdown table next to
-  it (suffix ``.md``);
-- the loss curve as PNG, PDF or SVG (by suffix), drawn on an Agg canvas with a fixed size and dpi
-  and without date or software metadata, so equal outcomes give equal bytes.
+- ``calibrated_weights.arrow``: the weights as feather (Arrow IPC; ``subject_id``, ``weight``);
+- ``calibration_log.csv``: the per-epoch log;
+- ``targets_before_after.csv`` and ``.md``: the targets table, as CSV and as Markdown;
+- ``calibration_loss.png``: the loss curve, drawn on an Agg canvas with a fixed size and dpi and
+  without date or software metadata, so equal outcomes give equal bytes;
+- ``COMPLETE.json``: every file's size and SHA-256 (``project.persist.manifest``), written last.
 
-Each file is written to a temporary sibling and renamed into place (never half-written). Returns
-the paths written.
+``load_calibration(directory)`` checks every file against the marker before reading, and raises
+``CheckpointError`` naming a damaged file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -24,58 +24,59 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from project.calibration.errors import CalibrationError
 from project.calibration.outcome import CalibrationOutcome
-from project.persist.atomic import atomic_file
+from project.persist.atomic import atomic_directory
+from project.persist.manifest import MARKER_NAME, verify_directory, write_marker
+
+KIND = "calibration"
+HINT = "Rebuild it: `uv run pytask` recalibrates a damaged calibration."
+FILE_NAMES = {
+    "weights": "calibrated_weights.arrow",
+    "log": "calibration_log.csv",
+    "table": "targets_before_after.csv",
+    "table_markdown": "targets_before_after.md",
+    "figure": "calibration_loss.png",
+}
 
 FIGURE_SIZE = (6.0, 4.0)
 FIGURE_DPI = 100
-FIGURE_METADATA = {
-    ".png": {"Software": None},
-    ".pdf": {"CreationDate": None},
-    ".svg": {"Date": None},
-}
-FEATHER_SUFFIXES = (".arrow", ".feather")
+PNG_METADATA = {"Software": None}
 
 
-def write_calibration_products(
-    outcome: CalibrationOutcome,
-    *,
-    weights_path: Path,
-    log_path: Path,
-    table_path: Path,
-    figure_path: Path,
-) -> dict[str, Path]:
-    """Write weights, log, table (CSV and Markdown) and the loss figure; return the paths."""
-    weights_path, log_path = Path(weights_path), Path(log_path)
-    table_csv = Path(table_path).with_suffix(".csv")
-    table_markdown = Path(table_path).with_suffix(".md")
-    figure_path = Path(figure_path)
-    if log_path.suffix not in (".csv", *FEATHER_SUFFIXES):
-        msg = f"The log is written as .csv, .arrow or .feather; got {log_path.name!r}."
-        raise CalibrationError(msg)
-    if figure_path.suffix not in FIGURE_METADATA:
-        msg = f"The figure is written as {sorted(FIGURE_METADATA)}; got {figure_path.name!r}."
-        raise CalibrationError(msg)
+@dataclass(frozen=True, kw_only=True)
+class SavedCalibration:
+    """A calibration read back from its product: the weights, the targets table and the log."""
 
-    _atomic(weights_path, lambda p: outcome.weights.reset_index(drop=True).to_feather(p))
-    if log_path.suffix == ".csv":
-        _atomic(log_path, lambda p: outcome.log.to_csv(p, index=False))
-    else:
-        _atomic(log_path, lambda p: outcome.log.reset_index(drop=True).to_feather(p))
-    _atomic(table_csv, lambda p: outcome.table.to_csv(p, index=False))
-    _atomic(table_markdown, lambda p: Path(p).write_text(markdown_table(outcome.table)))
-    _atomic(
-        figure_path,
-        lambda p: _save_figure(outcome=outcome, path=Path(p), suffix=figure_path.suffix),
+    weights: pd.DataFrame
+    table: pd.DataFrame
+    log: pd.DataFrame
+
+
+def save_calibration(outcome: CalibrationOutcome, *, directory: Path) -> Path:
+    """Publish ``outcome``'s products to ``directory`` atomically; return the marker's path."""
+    directory = Path(directory).absolute()
+    with atomic_directory(
+        directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
+    ) as staging:
+        outcome.weights.reset_index(drop=True).to_feather(staging / FILE_NAMES["weights"])
+        outcome.log.to_csv(staging / FILE_NAMES["log"], index=False)
+        outcome.table.to_csv(staging / FILE_NAMES["table"], index=False)
+        (staging / FILE_NAMES["table_markdown"]).write_text(markdown_table(outcome.table))
+        loss_figure(outcome).savefig(
+            staging / FILE_NAMES["figure"], format="png", dpi=FIGURE_DPI, metadata=PNG_METADATA
+        )
+    return directory / MARKER_NAME
+
+
+def load_calibration(directory: Path) -> SavedCalibration:
+    """Return the calibration saved in ``directory`` after checking every file's digest."""
+    directory = Path(directory)
+    verify_directory(directory, kind=KIND, hint=HINT)
+    return SavedCalibration(
+        weights=pd.read_feather(directory / FILE_NAMES["weights"]),
+        table=pd.read_csv(directory / FILE_NAMES["table"]),
+        log=pd.read_csv(directory / FILE_NAMES["log"]),
     )
-    return {
-        "weights": weights_path,
-        "log": log_path,
-        "table": table_csv,
-        "table_markdown": table_markdown,
-        "figure": figure_path,
-    }
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -109,21 +110,9 @@ def loss_figure(outcome: CalibrationOutcome) -> Figure:
     return figure
 
 
-def _save_figure(*, outcome: CalibrationOutcome, path: Path, suffix: str) -> None:
-    loss_figure(outcome).savefig(
-        path, format=suffix.lstrip("."), dpi=FIGURE_DPI, metadata=FIGURE_METADATA[suffix]
-    )
-
-
 def _cell(value: object) -> str:
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"
     if isinstance(value, float | np.floating):
         return f"{value:.6g}"
     return str(value).replace("|", "\\|")
-
-
-def _atomic(path: Path, write: Callable[[str], object]) -> None:
-    """Write through ``write(temporary path)`` next to ``path``, then rename into place."""
-    with atomic_file(Path(path)) as temporary:
-        write(str(temporary))
