@@ -12,6 +12,10 @@ Per variant (see ``VARIANTS`` in src/project/config.py):
   (``bld/<variant>/calibration/``);
 - ``plot_policy_functions`` and ``plot_lifecycle_profiles`` write ``bld/figures/``.
 
+Once: ``prepare_data`` turns the vendored real data (``data/scf/``, ``data/life_tables/``, see
+data/README.md) into ``bld/data/scf_moments.arrow`` (with a Markdown copy) and
+``bld/data/survival.arrow``, as chosen by ``DATA`` in src/project/config.py.
+
 Across variants: ``plot_variant_comparison``, the tables in ``bld/tables/`` and the paper
 (``bld/paper/paper.pdf``, compiled with pytask-latex when ``latexmk`` is on PATH, else skipped).
 
@@ -47,12 +51,14 @@ from project.analysis.paper import paper_inputs, remove_latex_by_products
 from project.config import (
     BLD,
     CALIBRATION,
+    DATA,
     DEFAULT_VARIANT,
     PAPER,
     SLURM_CLUSTER,
     SRC,
     VARIANTS,
 )
+from project.data.vendored import vendored_path
 from project.errors import ConfigurationError
 from project.logs import log_to_file
 from project.nodes import directory_product
@@ -88,6 +94,17 @@ SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
 FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
 CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
 TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")]
+DATA_SOURCES = [
+    *sorted((SRC / "data").glob("*.py")),
+    SRC / "errors.py",
+    SRC / "persist" / "atomic.py",
+]
+"""The modules the data preparation runs (pytask does not follow imports)."""
+DATA_PRODUCTS = {
+    "moments": BLD / "data" / "scf_moments.arrow",
+    "moments_markdown": BLD / "data" / "scf_moments.md",
+    "survival": BLD / "data" / "survival.arrow",
+}
 FIGURES, TABLES = BLD / "figures", BLD / "tables"
 
 # Progress of our own code at INFO; other libraries' INFO chatter (orbax, absl, fontTools, dask)
@@ -256,6 +273,20 @@ for variant in VARIANTS.values():
         plot_lifecycle_profiles(
             panel=load_panel(bundle_marker=bundle_marker), variant=variant_name, paths=produces
         )
+
+
+@task(kwargs={"settings_json": _hashed(asdict(DATA))})
+def task_prepare_data(
+    settings_json: str,
+    scf_file: Path = vendored_path("scf_wealth_income_stats"),
+    life_table_file: Path = vendored_path("us_life_table"),
+    data_sources: list[Path] = DATA_SOURCES,
+    produces: dict[str, Path] = DATA_PRODUCTS,
+) -> None:
+    """Write the SCF moments by age group and the survival probabilities (checksums checked)."""
+    from project.data import prepare_data
+
+    prepare_data(settings=json.loads(settings_json), products=produces)
 
 
 BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}

@@ -13,10 +13,11 @@ _EXPORTS = {
         (
             "CheckpointError",
             "ConfigurationError",
-            "ConfigurationError",
+            "DataError",
             "GridInitializationError",
             "InitialConditionsError",
             "InitialStateOutsideGridError",
+            "InvalidStatesError",
             "InvalidTransitionError",
             "InvalidValueFunctionError",
             "MemoryPlanError",
@@ -35,10 +36,13 @@ _EXPORTS = {
 }
 __all__ = [
     "CheckpointError",
+    "ConfigurationError",
+    "DataError",
     "DiscreteGrid",
     "GridInitializationError",
     "InitialConditionsError",
     "InitialStateOutsideGridError",
+    "InvalidStatesError",
     "InvalidTransitionError",
     "InvalidValueFunctionError",
     "IrregSpacedGrid",

@@ -113,6 +113,25 @@ CALIBRATION: dict[str, Any] = {
 }
 """The targets file (see data/README.md) and the reweighting settings (project.calibration)."""
 
+
+@dataclass(frozen=True)
+class DataSettings:
+    """Which rows of the real data the pipeline prepares (``task_prepare_data``).
+
+    ``education`` and ``year`` pick the SCF rows (``All`` pools education levels or waves; see
+    data/README.md); ``female_share`` mixes male and female death probabilities of the life
+    table; ``survival_ages`` are the first and last age of the survival table.
+    """
+
+    education: str = "All"
+    year: str = "All"
+    female_share: float = 0.5
+    survival_ages: tuple[int, int] = (50, 100)
+
+
+DATA = DataSettings()
+"""The data preparation's choices: all education levels, all SCF waves pooled, half women."""
+
 DEFAULT_VARIANT = "baseline"
 
 VARIANTS: dict[str, Variant] = {

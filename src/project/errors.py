@@ -54,3 +54,7 @@ class MemoryPlanError(ProjectError, ValueError):
 
 class ConfigurationError(ProjectError, ValueError):
     """The pipeline's configuration (variants, profile) names something unknown or unsafe."""
+
+
+class DataError(ProjectError, ValueError):
+    """A data file is missing, altered or malformed."""

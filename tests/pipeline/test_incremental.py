@@ -214,7 +214,7 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     else:
         assert first["task_compile_paper"] == "SKIP"
     log = (root / "bld/logs/build.log").read_text()
-    assert "INFO project.pipeline: " in log and "INFO project.solver" in log
+    assert "INFO project.solver: " in log and "INFO project.calibration: " in log
 
 
 def test_incremental_contract(serial_build):

@@ -7,22 +7,27 @@ consumption) earns ``wage * exp(income node)`` and may retire (mandatorily from
 (states: type, wealth; action: consumption), which lives on its pension. *Dead* is terminal with
 value 0 (no bequest motive).
 
-Survival: with ``survival=True`` a household alive at age ``a`` dies before the next period
-with the Gompertz probability ``min(1, exp(mortality_intercept + mortality_slope * a))``: at the
-default params 0.5 % at 50, 2.6 % at 70 and 5.9 % at 80, near US period life tables
-for men (an estimation from the SSA tables may replace it). With ``survival=False`` nobody dies,
-and V of working and retired households equals the single-regime model's V at lagged retirement
-"working" and "retired" (``tests/test_regimes.py``). ``bequest=True`` gives the dead the value
-of a warm-glow bequest ``bequest_weight * (wealth + bequest_shift)^(1 - crra) / (1 - crra)`` of
-the wealth they leave.
+Survival: with ``survival=True`` (or ``"gompertz"``) a household alive at age ``a`` dies before
+the next period with the Gompertz probability ``min(1, exp(mortality_intercept + mortality_slope
+* a))``: at the default params 0.5 % at 50, 2.6 % at 70 and 5.9 % at 80, near US period life
+tables for men. With ``survival="life_table"`` the probability of living from period ``t`` to
+``t + 1`` is the parameter array ``survival_probabilities[t]`` (one entry per period), which
+``life_table_params`` fills from the vendored SSA life table (``project.data``); the model
+function ``survival`` reads it and the regime transitions read that. With ``survival=False``
+nobody dies, and V of working and retired households equals the single-regime model's V at
+lagged retirement "working" and "retired" (``tests/test_regimes.py``). ``bequest=True`` gives the
+dead the value of a warm-glow bequest ``bequest_weight * (wealth + bequest_shift)^(1 - crra) /
+(1 - crra)`` of the wealth they leave.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import jax.numpy as jnp
 
+from project.errors import ModelSpecificationError
 from project.grids import DiscreteGrid
 from project.model import Model
 from project.models.iid_income import savings_grid
@@ -64,16 +69,24 @@ def build_model(
     start_age: int = 50,
     n_savings: int | None = None,
     taste_shocks: bool = False,
-    survival: bool = True,
+    survival: bool | str = True,
     bequest: bool = False,
 ) -> RegimeModel:
-    """Return the life-cycle model as regimes (grids and options as ``lifecycle.build_model``)."""
+    """Return the life-cycle model as regimes (grids and options as ``lifecycle.build_model``).
+
+    ``survival``: True or "gompertz" (parametric mortality), "life_table" (the parameter array
+    ``survival_probabilities``, one entry per period) or False (nobody dies).
+    """
+    form = _survival_form(survival)
     ages = range(start_age, start_age + n_periods)
     wealth = wealth_grid(n_points=n_wealth)
     consumption = consumption_grid(n_points=n_consumption)
     types = DiscreteGrid(PreferenceType)
     savings = None if n_savings is None else savings_grid(n_points=n_savings, stop=20)
     income = IncomeProcess(n_income)
+    table = form == "life_table"
+    survival_functions = {"survival": survival_from_table} if table else {}
+    survival_shapes = {"survival_probabilities": (n_periods,)} if table else {}
 
     working_regime = Model(
         name="working",
@@ -90,6 +103,7 @@ def build_model(
             "labor_income": labor_income,
             "next_wealth": next_wealth,
             "next_pref_type": next_pref_type,
+            **survival_functions,
         },
         constraints={
             "borrowing_constraint": borrowing_constraint,
@@ -97,7 +111,7 @@ def build_model(
         },
         stochastic_transitions={"income": income.transition},
         ages=ages,
-        param_shapes={"disutility_of_work": (2,)},
+        param_shapes={"disutility_of_work": (2,), **survival_shapes},
         post_decision_grid=savings,
         taste_shocks=taste_shocks,
     )
@@ -109,12 +123,16 @@ def build_model(
             "utility": retired_utility,
             "next_wealth": retired_next_wealth,
             "next_pref_type": next_pref_type,
+            **survival_functions,
         },
         constraints={"borrowing_constraint": borrowing_constraint},
         ages=ages,
+        param_shapes=survival_shapes,
         post_decision_grid=savings,
     )
-    if survival:
+    if table:
+        transitions = {"working": working_transition_of, "retired": retired_transition_of}
+    elif form == "gompertz":
         transitions = {"working": working_transition, "retired": retired_transition}
     else:
         transitions = {"working": working_transition_immortal, "retired": lambda: {"retired": 1.0}}
@@ -127,6 +145,49 @@ def build_model(
         },
         transitions=transitions,
     )
+
+
+def _survival_form(survival: bool | str) -> str:
+    if survival is True or survival == "gompertz":
+        return "gompertz"
+    if survival is False:
+        return "none"
+    if survival == "life_table":
+        return "life_table"
+    msg = (
+        f"lifecycle_regimes: survival must be True, False, 'gompertz' or 'life_table', got "
+        f"{survival!r}."
+    )
+    raise ModelSpecificationError(msg)
+
+
+def life_table_params(*, ages: Sequence[int], female_share: float = 0.5) -> dict[str, Any]:
+    """Return the default params with ``survival_probabilities`` from the vendored life table."""
+    from project.data import survival_probabilities, verified_path  # noqa: PLC0415
+
+    probabilities = survival_probabilities(
+        path=verified_path("us_life_table"), ages=[int(a) for a in ages], female_share=female_share
+    )
+    return dict(DEFAULT_PARAMS) | {"survival_probabilities": [float(p) for p in probabilities]}
+
+
+def survival_from_table(period: jnp.ndarray, survival_probabilities: jnp.ndarray) -> jnp.ndarray:
+    """Return the probability of living to the next period, read from the table by period."""
+    return survival_probabilities[period]
+
+
+def working_transition_of(retirement: jnp.ndarray, survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return next period's regime of a worker who survives with probability ``survival``."""
+    return {
+        "working": survival * (1 - retirement),
+        "retired": survival * retirement,
+        "dead": 1 - survival,
+    }
+
+
+def retired_transition_of(survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return next period's regime of a retiree who survives with probability ``survival``."""
+    return {"retired": survival, "dead": 1 - survival}
 
 
 def survival_probability(
