@@ -1,0 +1,268 @@
+"""Estimate params by the method of simulated moments (MSM) with optimagic.
+
+Contract: ``estimate_msm`` minimises g(theta)' W g(theta), g = m_sim(theta) - m_data, over the
+estimated params within their bounds, then returns an ``MSMResult`` with sandwich standard
+errors, 95 % intervals, the J-test (see ``inference``) and the moment fit.
+
+``simulate_moments(params) -> (K,) array`` must be deterministic: the caller fixes its random
+numbers (the seed of the simulated shocks and initial conditions) once, so that the same params
+always give the same moments (common random numbers). Otherwise the objective is noisy, the
+optimiser cannot converge and finite-difference derivatives are meaningless.
+
+Derivatives (the optimiser's gradient and the Jacobian G for the standard errors) are central
+finite differences with steps ``relative_step * max(|theta|, 0.1)``. A smooth simulator works
+with the default; a simulator whose moments jump when a simulated subject changes a discrete
+choice needs a step well above those jumps (e.g. 1e-3 to 1e-2).
+
+Failures are raised as ``EstimationError``, naming the culprit: invalid inputs, more params than
+moments, simulated moments that are not finite (at the start or during the search), params the
+moments do not identify at the estimate. An optimiser that does not report success raises too
+(``on_failure="raise"``, the default); with ``on_failure="warn"`` the result is returned with
+``converged=False``, a logged warning, and the flag in every table of the result.
+
+Multistart: ``multistart=om.MultistartOptions(...)`` (or True) runs optimagic's TikTak
+multistart; it samples within the bounds, which must then be finite for every param.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import optimagic as om
+import pandas as pd
+
+from project.errors import ProjectError
+from project.estimation.errors import EstimationError
+from project.estimation.inference import check_identification, infer
+from project.estimation.inputs import MomentProblem, ParameterSpace
+from project.estimation.result import MSMResult
+from project.estimation.simulator import CheckedSimulator
+
+logger = logging.getLogger("project.estimation")
+
+MAX_CONDITION = 1e10
+DEFAULT_RELATIVE_STEP = 1e-6
+
+
+def estimate_msm(
+    *,
+    simulate_moments: Callable[[dict[str, float]], Any],
+    data_moments: Sequence[float] | np.ndarray | pd.Series,
+    data_variances: Sequence[float] | np.ndarray | pd.Series,
+    n_data: float | Sequence[float] | np.ndarray,
+    n_simulated: float | Sequence[float] | np.ndarray,
+    start_params: Mapping[str, float],
+    bounds: Mapping[str, tuple[float, float]] | None = None,
+    moment_names: Sequence[str] | None = None,
+    algorithm: str = "scipy_lbfgsb",
+    algo_options: Mapping[str, Any] | None = None,
+    multistart: bool | om.MultistartOptions = False,
+    relative_step: float = DEFAULT_RELATIVE_STEP,
+    on_failure: Literal["raise", "warn"] = "raise",
+    max_condition: float = MAX_CONDITION,
+) -> MSMResult:
+    """Estimate ``start_params``' params by MSM; see the module docstring for the contract.
+
+    ``data_variances``: the sampling variance of each data moment (K,), giving the weighting
+    W = diag(1 / variances), or their (K, K) covariance, giving W = its inverse. ``n_data``:
+    data observations per moment; ``n_simulated``: simulated units behind each simulated
+    moment (one number or one per moment; ``inf`` for a moment function without simulation
+    noise). ``bounds``: (lower, upper) per param name (missing: unbounded). ``algorithm`` and
+    ``algo_options``: an optimagic algorithm name and its options.
+    """
+    problem = MomentProblem.build(
+        data_moments=data_moments,
+        data_variances=data_variances,
+        n_data=n_data,
+        n_simulated=n_simulated,
+        moment_names=moment_names,
+    )
+    space = ParameterSpace.build(start_params=start_params, bounds=bounds)
+    _check_settings(
+        problem=problem,
+        space=space,
+        multistart=multistart,
+        relative_step=relative_step,
+        on_failure=on_failure,
+    )
+    simulator = CheckedSimulator(simulate_moments=simulate_moments, problem=problem, space=space)
+    simulator(space.start)  # fails early, naming the moments, where the start is infeasible
+
+    @om.mark.least_squares
+    def weighted_residuals(values: np.ndarray) -> np.ndarray:
+        return problem.residuals(simulator(values))
+
+    scaling_factor = relative_step / np.sqrt(np.finfo(float).eps)
+    om_bounds = om.Bounds(lower=space.lower, upper=space.upper)
+    logger.info(
+        "MSM: estimating %s from %d moments with %s (start %s).",
+        list(space.names),
+        problem.n_moments,
+        algorithm,
+        space.as_dict(space.start),
+    )
+    raw = _optimagic(
+        om.minimize,
+        fun=weighted_residuals,
+        params=space.start.copy(),
+        algorithm=algorithm,
+        bounds=om_bounds,
+        algo_options=None if algo_options is None else dict(algo_options),
+        numdiff_options=om.NumdiffOptions(method="central", scaling_factor=scaling_factor),
+        multistart=multistart,
+    )
+    n_optimizer_evaluations = simulator.calls - 1
+    estimates = np.asarray(raw.params, dtype=float)
+    converged = bool(raw.success)
+    message = str(raw.message) if raw.message is not None else "no message"
+    if not converged:
+        text = (
+            f"The optimiser {algorithm} did not converge ({message}) after "
+            f"{n_optimizer_evaluations} evaluations; last params {space.as_dict(estimates)}. Try "
+            "another start, algorithm, multistart, or a larger relative_step."
+        )
+        if on_failure == "raise":
+            raise EstimationError(text)
+        logger.warning("%s The result is kept with converged=False.", text)
+    simulated = simulator(estimates)
+    jacobian = _optimagic(
+        om.first_derivative,
+        simulator,
+        estimates,
+        bounds=om_bounds,
+        method="central",
+        scaling_factor=scaling_factor,
+        f0=simulated,
+        error_handling="raise_strict",
+    ).derivative
+    jacobian = np.asarray(jacobian, dtype=float).reshape(problem.n_moments, space.n_params)
+    condition = check_identification(
+        jacobian=jacobian,
+        root=problem.root,
+        estimates=estimates,
+        param_names=space.names,
+        moment_names=problem.names,
+        max_condition=max_condition,
+    )
+    residuals = simulated - problem.data
+    inference = infer(
+        jacobian=jacobian,
+        weighting=problem.weighting,
+        corrected_covariance=problem.corrected_covariance,
+        residuals=residuals,
+        estimates=estimates,
+        condition_number=condition,
+    )
+    at_bound = space.at_bound(estimates)
+    if at_bound.any():
+        logger.warning(
+            "MSM: params %s ended at a bound; their standard errors assume an interior "
+            "estimate and are not valid there. Widen the bounds or fix those params.",
+            [n for n, b in zip(space.names, at_bound, strict=True) if b],
+        )
+    result = MSMResult(
+        param_names=space.names,
+        estimates=estimates,
+        standard_errors=inference.standard_errors,
+        covariance=inference.covariance,
+        ci_lower=inference.ci_lower,
+        ci_upper=inference.ci_upper,
+        start_params=space.start,
+        lower_bounds=space.lower,
+        upper_bounds=space.upper,
+        at_bound=at_bound,
+        moment_names=problem.names,
+        data_moments=problem.data,
+        data_covariance=problem.covariance,
+        simulated_moments=simulated,
+        residuals=residuals,
+        moment_standard_errors=inference.moment_standard_errors,
+        moment_t_stats=inference.moment_t_stats,
+        n_data=problem.n_data,
+        n_simulated=problem.n_simulated,
+        jacobian=jacobian,
+        weighting=problem.weighting,
+        objective=float(np.sum(problem.residuals(simulated) ** 2)),
+        j_statistic=inference.j_statistic,
+        j_dof=inference.j_dof,
+        j_p_value=inference.j_p_value,
+        efficient_weighting=inference.efficient_weighting,
+        condition_number=inference.condition_number,
+        converged=converged,
+        message=message,
+        algorithm=str(algorithm),
+        n_optimizer_evaluations=n_optimizer_evaluations,
+        n_simulations=simulator.calls,
+        n_local_optimizations=(
+            1 if raw.multistart_info is None else len(raw.multistart_info.local_optima)
+        ),
+    )
+    logger.info(
+        "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
+        result.params,
+        dict(zip(space.names, inference.standard_errors.round(6).tolist(), strict=True)),
+        inference.j_statistic,
+        inference.j_dof,
+        inference.j_p_value,
+        simulator.calls,
+    )
+    return result
+
+
+def _check_settings(
+    *,
+    problem: MomentProblem,
+    space: ParameterSpace,
+    multistart: bool | om.MultistartOptions,
+    relative_step: float,
+    on_failure: str,
+) -> None:
+    """Raise for more params than moments, a bad step, failure mode or multistart setting."""
+    if space.n_params > problem.n_moments:
+        msg = (
+            f"{space.n_params} params {list(space.names)} cannot be estimated from "
+            f"{problem.n_moments} moments {list(problem.names)}: MSM needs at least as many "
+            "moments as params. Add moments or fix some params."
+        )
+        raise EstimationError(msg)
+    if not (isinstance(relative_step, float | int) and 0 < relative_step < 1):
+        msg = f"relative_step must be a number in (0, 1), got {relative_step!r}."
+        raise EstimationError(msg)
+    if on_failure not in {"raise", "warn"}:
+        msg = f"on_failure must be 'raise' or 'warn', got {on_failure!r}."
+        raise EstimationError(msg)
+    if multistart is not False and multistart is not None:
+        unbounded = [
+            name
+            for name, lo, hi in zip(space.names, space.lower, space.upper, strict=True)
+            if not (np.isfinite(lo) and np.isfinite(hi))
+        ]
+        if unbounded:
+            msg = (
+                f"Multistart samples start values within the bounds, but params {unbounded} "
+                "have an infinite bound. Give finite bounds for every param or drop multistart."
+            )
+            raise EstimationError(msg)
+
+
+def _optimagic(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """Call an optimagic function; re-raise the package's errors from inside it unwrapped."""
+    try:
+        return function(*args, **kwargs)
+    except ProjectError:
+        raise
+    except Exception as error:
+        cause = error.__cause__
+        while cause is not None and not isinstance(cause, ProjectError):
+            cause = cause.__cause__
+        if cause is not None:
+            raise cause from error
+        msg = (
+            f"optimagic failed in {function.__name__}: {type(error).__name__}: {error}. Check "
+            "the algorithm, algo_options (e.g. a trust region larger than the bounds allow) and "
+            "multistart settings."
+        )
+        raise EstimationError(msg) from error
