@@ -405,19 +405,9 @@ def _output_shape(view: RegimeView) -> Any:
     """Return the abstract output of the regime transition (``jax.eval_shape``)."""
     if view in _OUTPUTS:
         return _OUTPUTS[view]
-    from project.solver.plan import abstract_argument  # noqa: PLC0415  (plan imports the solver)
-    from project.solver.sweep import composed_function  # noqa: PLC0415
+    from project.solver.outputs import abstract_output  # noqa: PLC0415  (imports the solver)
 
-    func, arguments = composed_function(view, [REGIME_TRANSITION])
-    abstract = {a: abstract_argument(view, a) for a in arguments}
-    try:
-        out = jax.eval_shape(lambda kw: func(**kw)[REGIME_TRANSITION], abstract)
-    except Exception as error:
-        msg = (
-            f"Regime {view.regime!r}: evaluating its regime transition on scalar states, actions "
-            f"and params failed: {error}"
-        )
-        raise ModelSpecificationError(msg) from error
+    out = abstract_output(view, REGIME_TRANSITION, where=f"Regime {view.regime!r}")
     _OUTPUTS[view] = out
     return out
 

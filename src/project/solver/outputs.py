@@ -76,20 +76,28 @@ def _targets(model: Model) -> list[str]:
     return ["utility", *model.constraints, *(f"next_{s}" for s in model.deterministic_states)]
 
 
-def _check_shape_and_dtype(model: Model, target: str) -> None:
+def abstract_output(model: Model, target: str, *, where: str) -> Any:
+    """Return ``target``'s output traced at one abstract point (``jax.eval_shape``).
+
+    A function that cannot be traced raises ``ModelSpecificationError`` starting with ``where``.
+    """
     func, arguments = composed_function(model, [target])
     abstract = {a: abstract_argument(model, a) for a in arguments}
     try:
-        out = jax.eval_shape(lambda kw: func(**kw)[target], abstract)
+        return jax.eval_shape(lambda kw: func(**kw)[target], abstract)
     except Exception as error:
+        first_line = str(error).splitlines()[0] if str(error) else ""
         msg = (
-            f"Model {model.name!r}: evaluating {target!r} at one point of the grids (scalar "
-            f"states, actions and params) failed with {type(error).__name__}: "
-            f"{str(error).splitlines()[0] if str(error) else ''} Write "
-            "model functions with jax.numpy, elementwise, and use jnp.where instead of Python "
-            "`if` on states, actions or params."
+            f"{where}: evaluating {target!r} at one point of the grids (scalar states, actions "
+            f"and params) failed with {type(error).__name__}: {first_line} Write model "
+            "functions with jax.numpy, elementwise, and use jnp.where instead of Python `if` on "
+            "states, actions or params."
         )
         raise ModelSpecificationError(msg) from error
+
+
+def _check_shape_and_dtype(model: Model, target: str) -> None:
+    out = abstract_output(model, target, where=f"Model {model.name!r}")
     shape, dtype = getattr(out, "shape", None), getattr(out, "dtype", None)
     wanted = _wanted(model, target)
     if shape == () and dtype is not None and _dtype_fits(np.dtype(dtype), wanted):
