@@ -147,8 +147,7 @@ class SimulationResult:
         model = self.model
         if isinstance(model, RegimeModel):
             return self._regime_targets(model, additional_targets)
-        outcomes = {f"next_{s}" for s in model.stochastic_transitions}
-        available = [f for f in model.functions if not model.ancestors(f) & outcomes]
+        available = _available_targets(model)
         targets = available if additional_targets == "all" else list(additional_targets)
         unknown = sorted(set(targets) - set(available))
         if unknown:
