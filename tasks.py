@@ -53,6 +53,7 @@ from project.config import (
     CALIBRATION,
     DATA,
     DEFAULT_VARIANT,
+    ESTIMATION,
     PAPER,
     SLURM_CLUSTER,
     SRC,
@@ -67,6 +68,7 @@ from project.persist import MARKER_NAME
 MODEL_SOURCES = [
     *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
     *(SRC / name for name in ("grids.py", "errors.py", "shocks.py", "taste_shocks.py")),
+    SRC / "regimes" / "spec.py",
 ]
 ENGINE_SOURCES = [
     *sorted(
@@ -93,13 +95,21 @@ PIPELINE_SOURCE = SRC / "pipeline.py"
 SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
 FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
 CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
-TABLE_SOURCES = [SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")]
+TABLE_SOURCES = [
+    *(SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")),
+    SRC / "calibration" / "weighting.py",
+]
 DATA_SOURCES = [
     *sorted((SRC / "data").glob("*.py")),
     SRC / "errors.py",
     SRC / "persist" / "atomic.py",
 ]
 """The modules the data preparation runs (pytask does not follow imports)."""
+ESTIMATION_SOURCES = sorted((SRC / "estimation").glob("*.py"))
+"""The estimation's modules; its task also tracks the engine, simulation and persistence."""
+ESTIMATION_REPORT_SOURCES = [
+    SRC / "analysis" / n for n in ("estimation.py", "style.py", "tables.py")
+]
 DATA_PRODUCTS = {
     "moments": BLD / "data" / "scf_moments.arrow",
     "moments_markdown": BLD / "data" / "scf_moments.md",
@@ -158,13 +168,16 @@ def _table_paths(stem: str) -> dict[str, Path]:
 for variant in VARIANTS.values():
     variant_dir = BLD / variant.name
 
-    model_fields = {k: v for k, v in asdict(variant).items() if k != "simulation"}
+    model_fields = {k: v for k, v in asdict(variant).items() if k not in {"simulation", "estimate"}}
+    model_fields["female_share"] = DATA.female_share  # mixes the life table's survival
 
     @task(id=variant.name, kwargs={"variant_json": _hashed(model_fields)})
     def task_define_model(
         variant_json: str,
         model_sources: list[Path] = MODEL_SOURCES,
         pipeline_source: Path = SRC / "pipeline.py",
+        life_table_file: Path = vendored_path("us_life_table"),
+        data_sources: list[Path] = DATA_SOURCES,
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification (only when it changed)."""
@@ -227,9 +240,10 @@ for variant in VARIANTS.values():
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         targets_file: Path = CALIBRATION["targets"],
         calibration_sources: list[Path] = CALIBRATION_SOURCES,
+        variant_name: str = variant.name,
         produces: Path = directory_product(calibration_dir / MARKER_NAME),
     ) -> None:
-        """Reweight the simulated subjects to the aggregate targets."""
+        """Reweight the simulated subjects to the variant's aggregate targets."""
         import pandas as pd
 
         from project.calibration import calibrate_from_panel, save_calibration
@@ -239,8 +253,48 @@ for variant in VARIANTS.values():
             panel=load_panel(bundle_marker=bundle_marker),
             targets=pd.read_csv(targets_file),
             settings=json.loads(settings_json),
+            variant=variant_name,
         )
         save_calibration(outcome, directory=produces.parent)
+
+    if variant.estimate:
+
+        @task(
+            id=variant.name,
+            kwargs={
+                "settings_json": _hashed(asdict(ESTIMATION)),
+                "distribution_json": _hashed(variant.simulation.initial_distribution),
+            },
+        )
+        def task_estimate(
+            settings_json: str,
+            distribution_json: str,
+            specification_file: Path = variant_dir / "model.json",
+            moments_file: Path = DATA_PRODUCTS["moments"],
+            estimation_sources: list[Path] = ESTIMATION_SOURCES,
+            engine_sources: list[Path] = ENGINE_SOURCES,
+            simulation_sources: list[Path] = SIMULATION_SOURCES,
+            persist_sources: list[Path] = PERSIST_SOURCES,
+            pipeline_source: Path = PIPELINE_SOURCE,
+            produces: Path = directory_product(variant_dir / "estimation" / MARKER_NAME),
+        ) -> None:
+            """Estimate the variant's preferences from the SCF moments by MSM."""
+            from project.pipeline import estimate_variant_into
+
+            estimate_variant_into(
+                specification=json.loads(specification_file.read_text()),
+                moments_file=moments_file,
+                initial_distribution=json.loads(distribution_json),
+                settings=json.loads(settings_json),
+                directory=produces.parent,
+                sources=[
+                    *ESTIMATION_SOURCES,
+                    *ENGINE_SOURCES,
+                    *SIMULATION_SOURCES,
+                    *PERSIST_SOURCES,
+                    PIPELINE_SOURCE,
+                ],
+            )
 
     @task(id=variant.name)
     def task_plot_policy_functions(
@@ -289,6 +343,64 @@ def task_prepare_data(
     prepare_data(settings=json.loads(settings_json), products=produces)
 
 
+ESTIMATION_MARKERS = {
+    v: directory_product(BLD / v / "estimation" / MARKER_NAME)
+    for v, variant in VARIANTS.items()
+    if variant.estimate
+}
+
+
+ESTIMATION_REPORT_PRODUCTS = {
+    **{f"estimates_{k}": p for k, p in _table_paths("estimates").items()},
+    **{f"moment_fit_{k}": p for k, p in _table_paths("moment_fit").items()},
+    **{f"figure_{k}": p for k, p in _figure_paths("estimation_fit").items()},
+}
+
+
+def task_estimation_report(
+    estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
+    analysis_sources: list[Path] = ESTIMATION_REPORT_SOURCES,
+    produces: dict[str, Path] = ESTIMATION_REPORT_PRODUCTS,
+) -> None:
+    """Tabulate the estimates and the moment fit; plot model against SCF data by age."""
+    from project.analysis import write_table
+    from project.analysis.estimation import (
+        estimates_table,
+        estimation_notes,
+        moment_fit_table,
+        plot_estimation_fit,
+    )
+    from project.estimation.products import load_estimation
+
+    estimates = {v: load_estimation(m.parent) for v, m in estimation_markers.items()}
+    notes = estimation_notes(estimates)
+    write_table(
+        table=estimates_table(estimates),
+        latex_path=produces["estimates_tex"],
+        markdown_path=produces["estimates_md"],
+        label="tab:estimates",
+        caption="Preferences estimated by simulated moments from SCF wealth-to-income ratios "
+        "(standard errors include the simulation noise)." + notes,
+        group_column="Variant",
+        formats={"Estimate": "{:.4f}", "Std. error": "{:.4f}"},
+    )
+    write_table(
+        table=moment_fit_table(estimates),
+        latex_path=produces["moment_fit_tex"],
+        markdown_path=produces["moment_fit_md"],
+        label="tab:moment_fit",
+        caption="Mean log wealth-to-income by age group: SCF data and the model at the estimates",
+        group_column="Variant",
+        formats={"Data s.e.": "{:.4f}"},
+    )
+    plot_estimation_fit(
+        estimates=estimates,
+        paths={
+            k.removeprefix("figure_"): p for k, p in produces.items() if k.startswith("figure_")
+        },
+    )
+
+
 BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
 SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
@@ -307,22 +419,31 @@ def task_plot_variant_comparison(
     plot_variant_comparison(panels=panels, paths=produces)
 
 
+CALIBRATION_MARKERS = {
+    v: directory_product(BLD / v / "calibration" / MARKER_NAME) for v in VARIANTS
+}
+
+
 def task_summary_statistics_table(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     analysis_sources: list[Path] = TABLE_SOURCES,
     produces: dict[str, Path] = _table_paths("summary_statistics"),
 ) -> None:
-    """Tabulate simulated outcomes by variant and age bracket."""
+    """Tabulate simulated outcomes by variant and age bracket, weighted by the calibration."""
     from project.analysis import summary_statistics, write_table
+    from project.calibration import load_calibration
     from project.pipeline import load_panel
 
     panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
+    weights = {v: load_calibration(m.parent).weights for v, m in calibration_markers.items()}
     write_table(
-        table=summary_statistics(panels=panels),
+        table=summary_statistics(panels=panels, weights=weights),
         latex_path=produces["tex"],
         markdown_path=produces["md"],
         label="tab:summary_statistics",
-        caption="Simulated outcomes by variant and age bracket",
+        caption="Simulated outcomes of the living by variant and age bracket (means weighted by "
+        "the calibrated subject weights; N: subject-years)",
         group_column="Variant",
     )
 

@@ -18,25 +18,36 @@ Each replication r
    their sampling variances the groups' sample variances over ``n_data``;
 2. re-estimates (crra, beta) with ``estimate_msm`` from the start (3.0, 0.94), simulating
    ``--n-simulated`` subjects (a panel, every subject-year of a group counts) with another seed
-   (100000 + r), pounders (derivative-free least squares), central differences with relative
-   step 1e-3 for the Jacobian, and ``on_failure="warn"`` (a replication that does not converge is
-   counted, not dropped silently).
+   (100000 + r), pounders (derivative-free least squares) with an initial trust region of 0.05,
+   central differences with relative step 1e-2 for the Jacobian (the simulated moments jump when
+   a subject's retirement choice flips; smaller steps and radii see those jumps: with 1e-3 and
+   0.01, 11 of 100 replications stopped at the start and the 95 % intervals covered 76-78 %),
+   and ``on_failure="warn"`` (a replication that does not converge is counted, not dropped
+   silently). One start per replication (the pipeline's estimation uses multistart): the
+   benchmark measures the estimator's sampling properties at a cost of one local search.
 
 Reported per param over converged replications: bias, RMSE, the standard deviation of the
 estimates, the mean standard error (close to that sd when the sandwich is right), and the
 coverage of the 95 % intervals; plus the rejection rate of the J-test at 5 % and the seconds
-per replication. ``--quick`` runs 10 replications.
+per replication. ``--quick`` runs 10 replications. Besides the JSON it writes the table as
+LaTeX and Markdown (same path, suffixes ``.tex`` and ``.md``); ``--from-json PATH`` only
+redraws those tables from an earlier run's JSON.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from _measure import child_parser, environment, print_table, write_json
+
+from project.analysis import write_table
 
 TRUTH = {"crra": 2.0, "beta": 0.96}
 START = {"crra": 3.0, "beta": 0.94}
@@ -51,19 +62,22 @@ DISTRIBUTION = {
     "wealth": {"uniform": [0.2, 1.0]},
 }
 DATA_SEED, SIMULATION_SEED = 1000, 100_000
-RELATIVE_STEP = 1e-3
+RELATIVE_STEP = 1e-2
 ALGORITHM = "pounders"
-ALGO_OPTIONS = {"trustregion_initial_radius": 0.01}
+ALGO_OPTIONS = {"trustregion_initial_radius": 0.05}
 
 
 def parse_arguments() -> argparse.Namespace:
-    """Return the command line: --replications, --quick, --n-data, --n-simulated, --json."""
+    """Return the command line (replications, sizes, the JSON path, --from-json)."""
     parser = child_parser(
         description=__doc__.splitlines()[0], name="recovery", quick_help="run 10 replications"
     )
     parser.add_argument("--replications", type=int, default=100, help="Monte Carlo replications")
     parser.add_argument("--n-data", type=int, default=1000, help="households per age group")
     parser.add_argument("--n-simulated", type=int, default=4000, help="simulated subjects")
+    parser.add_argument(
+        "--from-json", default=None, help="only write the tables of an earlier run's JSON"
+    )
     return parser.parse_args()
 
 
@@ -194,10 +208,52 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
+def recovery_table(summary: dict[str, Any]) -> pd.DataFrame:
+    """Return one row per param: truth, mean estimate, bias, RMSE, sd, mean SE, coverage."""
+    return pd.DataFrame(
+        [
+            {
+                "Parameter": name,
+                "Truth": s["truth"],
+                "Mean estimate": s["mean_estimate"],
+                "Bias": s["bias"],
+                "RMSE": s["rmse"],
+                "SD of estimates": np.nan if s["sd_estimates"] is None else s["sd_estimates"],
+                "Mean SE": s["mean_se"],
+                "Coverage of 95% CI": s["coverage_95"],
+            }
+            for name, s in summary["params"].items()
+        ]
+    )
+
+
+def write_recovery_tables(*, summary: dict[str, Any], json_path: Path) -> list[Path]:
+    """Write the recovery table as LaTeX and Markdown beside the JSON (same stem)."""
+    caption = (
+        f"Monte Carlo recovery of (crra, beta) by MSM: {summary['converged']} of "
+        f"{summary['replications']} replications converged; the J-test rejects at 5% in "
+        f"{summary['j_rejection_rate_5pct']:.0%} of them"
+    )
+    return write_table(
+        table=recovery_table(summary),
+        latex_path=json_path.with_suffix(".tex"),
+        markdown_path=json_path.with_suffix(".md"),
+        caption=caption,
+        label="tab:recovery",
+        formats={"Truth": "{:g}", "Mean estimate": "{:.4f}", "Bias": "{:+.4f}"}
+        | {c: "{:.4f}" for c in ("RMSE", "SD of estimates", "Mean SE")},
+    )
+
+
 def main() -> None:
-    """Run the replications, print the table and write the JSON."""
+    """Run the replications, print the table and write the JSON (and the tables)."""
     arguments = parse_arguments()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if arguments.from_json is not None:  # only redraw the tables of an earlier run
+        saved = json.loads(Path(arguments.from_json).read_text())
+        paths = write_recovery_tables(summary=saved["summary"], json_path=Path(arguments.from_json))
+        print("Wrote " + ", ".join(map(str, paths)) + ".")
+        return
     replications = 10 if arguments.quick else arguments.replications
     model, base = setup()
     records = []
@@ -262,7 +318,8 @@ def main() -> None:
             "replications": records,
         },
     )
-    print(f"Wrote {arguments.json}.")
+    tables = write_recovery_tables(summary=summary, json_path=Path(arguments.json))
+    print(f"Wrote {arguments.json} and " + ", ".join(map(str, tables)) + ".")
 
 
 if __name__ == "__main__":

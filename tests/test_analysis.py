@@ -320,3 +320,166 @@ def test_paper_reads_exactly_the_declared_inputs():
     inputs = paper_inputs(bld=Path("bld"))
     assert inputs["variant_comparison"] == Path("bld/figures/variant_comparison.pdf")
     assert inputs["parameters"] == Path("bld/tables/parameters.tex")
+
+
+# ---------------------------------------------------------------------------------------------
+# Panels of the regimes model: the living, retirement, weights
+
+REGIMES = ["working", "retired", "dead"]
+WEIGHTS = pd.DataFrame({"subject_id": [0, 1, 2], "weight": [1.0, 3.0, 2.0]})
+
+
+def regime_panel() -> pd.DataFrame:
+    """Three subjects, ages 50-56, with a ``regime`` column as the regimes model's panel.
+
+    Subject 0 works, chooses to retire at 55 and is in regime "retired" from 56; subject 1
+    works and is dead from 53 (the dead's rows hold nonsense: they must not count); subject 2
+    is retired throughout. A retiree's retirement action is missing, as in the simulated panel.
+    """
+    rows = []
+    for age in np.arange(50, 57, dtype=float):
+        rows.append(
+            {
+                "subject_id": 0,
+                "age": age,
+                "regime": "retired" if age >= 56 else "working",
+                "wealth": age - 50,
+                "consumption": 1.0,
+                "retirement": None if age >= 56 else RETIREMENT[int(age == 55)],
+            }
+        )
+        dead = age >= 53
+        rows.append(
+            {
+                "subject_id": 1,
+                "age": age,
+                "regime": "dead" if dead else "working",
+                "wealth": 1e6 if dead else 10.0,
+                "consumption": np.nan if dead else 2.0,
+                "retirement": None if dead else "working",
+            }
+        )
+        rows.append(
+            {
+                "subject_id": 2,
+                "age": age,
+                "regime": "retired",
+                "wealth": 20.0,
+                "consumption": 3.0,
+                "retirement": None,
+            }
+        )
+    frame = pd.DataFrame(rows)
+    frame["regime"] = pd.Categorical(frame["regime"], categories=REGIMES)
+    frame["retirement"] = pd.Categorical(frame["retirement"], categories=RETIREMENT)
+    frame["pref_type"] = pd.Categorical.from_codes(frame["subject_id"] % 2, categories=PREF_TYPES)
+    return frame
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_living_drops_the_rows_of_the_dead(as_text):
+    from project.analysis.profiles import living
+
+    panel = regime_panel()
+    if as_text:
+        panel["regime"] = panel["regime"].astype(str)
+    alive = living(panel)
+    assert len(alive) == len(panel) - 4  # subject 1 at ages 53-56
+    assert (alive["regime"].astype(str) != "dead").all()
+    assert alive.loc[alive["subject_id"] == 1, "age"].tolist() == [50.0, 51.0, 52.0]
+    pd.testing.assert_frame_equal(alive, panel.loc[panel["regime"].astype(str) != "dead"])
+    without_regimes = hand_panel()
+    assert living(without_regimes) is without_regimes
+
+
+def test_is_retired_counts_the_retired_regime_and_the_retirement_choice():
+    from project.analysis.profiles import is_retired
+
+    panel = regime_panel()
+    retired = is_retired(panel)
+    by_subject = {s: retired[panel["subject_id"] == s].tolist() for s in (0, 1, 2)}
+    assert by_subject[0] == [0.0] * 5 + [1.0, 1.0]  # chooses to retire at 55, retired at 56
+    assert by_subject[1] == [0.0] * 7  # works, then dead (missing retirement)
+    assert by_subject[2] == [1.0] * 7  # the retired regime, retirement missing
+    coded = panel.assign(retirement=panel["retirement"].cat.codes.astype(np.int32))
+    pd.testing.assert_series_equal(is_retired(coded), retired)  # codes: -1 missing, 1 retired
+    hand = hand_panel()
+    assert is_retired(hand).tolist() == [float(r == "retired") for r in hand["retirement"]]
+
+
+def test_lifecycle_profiles_are_of_the_living():
+    profiles = lifecycle_profiles(panel=regime_panel()).set_index("age")
+    assert profiles.loc[52.0, "n"] == 3
+    assert profiles.loc[53.0, "n"] == 2
+    assert profiles.loc[53.0, "mean_wealth"] == pytest.approx((3 + 20) / 2)
+    assert profiles.loc[55.0, "share_retired"] == 1.0
+
+
+def test_weighted_summary_statistics_match_hand_computation():
+    """Weights 1, 3, 2 for subjects 0, 1, 2 over the living rows; N counts subject-years."""
+    table = summary_statistics(panels={"baseline": regime_panel()}, weights={"baseline": WEIGHTS})
+    first, second = table.iloc[0], table.iloc[1]
+    assert first["Ages"] == "50-54"
+    # 50-54: subject 0 wealth 0..4 (weight 1), subject 1 wealth 10 at 50-52 (weight 3),
+    # subject 2 wealth 20 at 50-54 (weight 2): total weight 5 + 9 + 10 = 24.
+    assert first["Mean wealth"] == pytest.approx((10 + 3 * 30 + 2 * 100) / 24)
+    assert first["Mean consumption"] == pytest.approx((5 * 1 + 3 * 6 + 2 * 15) / 24)
+    assert first["Share retired"] == pytest.approx(2 * 5 / 24)
+    assert first["N"] == 13
+    # 55-56: subject 0 (wealth 5, 6; retired by choice, then by regime) and subject 2.
+    assert second["Mean wealth"] == pytest.approx((5 + 6 + 2 * 40) / 6)
+    assert second["Mean consumption"] == pytest.approx((2 + 2 * 6) / 6)
+    assert second["Share retired"] == 1.0
+    assert second["N"] == 4
+
+
+def test_unweighted_summary_statistics_of_the_living_match_hand_computation():
+    table = summary_statistics(panels={"baseline": regime_panel()})
+    first, second = table.iloc[0], table.iloc[1]
+    assert first["Mean wealth"] == pytest.approx((10 + 30 + 100) / 13)
+    assert first["Mean consumption"] == pytest.approx(2.0)
+    assert first["Share retired"] == pytest.approx(5 / 13)
+    assert first["N"] == 13
+    assert second["Mean wealth"] == pytest.approx(51 / 4)
+    assert second["N"] == 4
+
+
+def test_equal_weights_give_the_unweighted_summary_statistics():
+    panels = {"baseline": regime_panel(), "plain": hand_panel()}
+    equal = {
+        "baseline": WEIGHTS.assign(weight=2.5),
+        "plain": pd.DataFrame({"subject_id": [0, 1], "weight": [0.7, 0.7]}),
+    }
+    pd.testing.assert_frame_equal(
+        summary_statistics(panels=panels, weights=equal),
+        summary_statistics(panels=panels),
+        check_exact=False,
+        rtol=1e-12,
+    )
+    # A variant without weights counts every subject alike.
+    partial = summary_statistics(panels=panels, weights={"baseline": WEIGHTS})
+    unweighted = summary_statistics(panels=panels)
+    pd.testing.assert_frame_equal(partial.iloc[2:], unweighted.iloc[2:])
+    assert partial["Mean wealth"].iloc[0] != pytest.approx(unweighted["Mean wealth"].iloc[0])
+
+
+def test_the_dead_are_excluded_from_the_means_and_n():
+    """The dead's rows (wealth 1e6) change nothing: the table equals that of the living rows."""
+    panel = regime_panel()
+    alive = panel.loc[panel["regime"] != "dead"].reset_index(drop=True)
+    for weights in (None, {"baseline": WEIGHTS}):
+        with_dead = summary_statistics(panels={"baseline": panel}, weights=weights)
+        pd.testing.assert_frame_equal(
+            with_dead, summary_statistics(panels={"baseline": alive}, weights=weights)
+        )
+        assert with_dead["Mean wealth"].max() < 100
+        assert with_dead["N"].sum() == len(panel) - 4
+
+
+def test_weights_missing_a_living_subject_are_refused():
+    from project.calibration.errors import CalibrationError
+
+    with pytest.raises(CalibrationError, match=r"no entry for subjects \[2\]"):
+        summary_statistics(
+            panels={"baseline": regime_panel()}, weights={"baseline": WEIGHTS.iloc[:2]}
+        )

@@ -2,7 +2,8 @@
 
 Oracles: a table of ones is the immortal model (same V, exactly); a constant table equals the
 Gompertz form at the same constant probability; simulated deaths follow the table within Monte
-Carlo error; the vendored table's probabilities reach the model unchanged.
+Carlo error; the vendored table's probabilities reach the model unchanged. The default params of
+a built model (``params_for``, ``default_params_of``) hold exactly the params its options use.
 """
 
 from __future__ import annotations
@@ -99,3 +100,88 @@ def test_bad_survival_option_and_probabilities_raise_our_errors():
     above_one = np.full(SHAPE["n_periods"], 1.2)
     with pytest.raises(InvalidTransitionError, match=r"negative probability|sum to one"):
         solve(model=model, params=_table_params(above_one), method="grid")
+
+
+# ---------------------------------------------------------------------------------------------
+# Default params of a built model
+
+TINY = {"n_wealth": 12, "n_consumption": 12, "n_periods": 8, "start_age": 63, "n_savings": 30}
+
+
+def test_params_for_the_life_table_model_hold_its_survival_probabilities():
+    model = lifecycle_regimes.build_model(**TINY, taste_shocks=True, survival="life_table")
+    params = lifecycle_regimes.params_for(model)
+    probabilities = np.asarray(params["survival_probabilities"])
+    assert probabilities.shape == (TINY["n_periods"],)
+    assert ((probabilities > 0) & (probabilities <= 1)).all()
+    assert (np.diff(probabilities) < 0).all()  # ages 63-70: mortality rises with age
+    np.testing.assert_array_equal(
+        probabilities,
+        lifecycle_regimes.life_table_params(ages=model.ages)["survival_probabilities"],
+    )
+    # Exactly the params the model takes, but the taste-shock scale (set by the pipeline).
+    assert set(params) == set(model.params_template) - {"taste_shock_scale"}
+    assert "mortality_intercept" not in params
+    for name, value in lifecycle_regimes.DEFAULT_PARAMS.items():
+        assert params[name] == value
+
+
+def test_params_for_mix_men_and_women_by_female_share():
+    """Women die less often: their survival is higher at every age; a mix lies in between."""
+    model = lifecycle_regimes.build_model(**TINY, survival="life_table")
+    men, mixed, women = (
+        np.asarray(lifecycle_regimes.params_for(model, female_share=s)["survival_probabilities"])
+        for s in (0.0, 0.3, 1.0)
+    )
+    assert (women > men).all()
+    np.testing.assert_allclose(mixed, 0.7 * men + 0.3 * women, rtol=1e-12)
+    default = lifecycle_regimes.params_for(model)["survival_probabilities"]
+    np.testing.assert_allclose(default, 0.5 * men + 0.5 * women, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("options", "present", "absent"),
+    [
+        (
+            {"survival": False},
+            set(),
+            {"mortality_intercept", "mortality_slope", "survival_probabilities", "bequest_weight"},
+        ),
+        (
+            {"survival": True},
+            {"mortality_intercept", "mortality_slope"},
+            {"survival_probabilities", "bequest_weight", "bequest_shift"},
+        ),
+        (
+            {"survival": "gompertz", "bequest": True},
+            {"mortality_intercept", "mortality_slope", "bequest_weight", "bequest_shift"},
+            {"survival_probabilities"},
+        ),
+    ],
+)
+def test_params_for_have_exactly_the_params_the_options_use(options, present, absent):
+    model = lifecycle_regimes.build_model(**TINY, **options)
+    params = lifecycle_regimes.params_for(model)
+    assert set(params) == set(model.params_template)
+    assert present <= set(params)
+    assert not absent & set(params)
+    defaults = lifecycle_regimes.MORTALITY_PARAMS | lifecycle_regimes.BEQUEST_PARAMS
+    for name in present:
+        assert params[name] == defaults[name]
+    if options["survival"] is False:
+        assert params == lifecycle_regimes.default_params(survival=False)
+
+
+def test_default_params_of_each_model():
+    from project.models import default_params_of, lifecycle
+
+    single = lifecycle.build_model(**TINY)
+    params = default_params_of(name="lifecycle", model=single)
+    assert params == lifecycle.DEFAULT_PARAMS
+    assert params is not lifecycle.DEFAULT_PARAMS  # a copy the caller may change
+    params["beta"] = 0.5
+    assert lifecycle.DEFAULT_PARAMS["beta"] == 0.96
+    regimes = lifecycle_regimes.build_model(**TINY, survival="life_table")
+    assert default_params_of(name="lifecycle_regimes", model=regimes, female_share=0.2) == (
+        lifecycle_regimes.params_for(regimes, female_share=0.2)
+    )

@@ -31,7 +31,7 @@ class SimulationSettings:
     initial_distribution: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "pref_type": {"probabilities": [0.5, 0.5]},
-            "lagged_retirement": {"label": "working"},
+            "regime": {"label": "working"},
             "income": {"label": "node_2"},
             "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
         }
@@ -43,18 +43,21 @@ class Variant:
     """One model to solve: a shipped model, its grid sizes and its parameter overrides.
 
     ``sizes`` are the keyword arguments of the model's ``build_model``: for the life-cycle model
-    ``n_savings`` (a savings grid, so that it solves by DC-EGM; without it, by grid search) and
+    ``n_savings`` (a savings grid, so that it solves by DC-EGM; without it, by grid search),
     ``taste_shocks`` (EV1 shocks on the retirement choice, whose ``taste_shock_scale`` defaults
-    to ``project.models.DEFAULT_TASTE_SHOCK_SCALES``; ``params`` may override it).
+    to ``project.models.DEFAULT_TASTE_SHOCK_SCALES``; ``params`` may override it) and, for
+    ``lifecycle_regimes``, ``survival`` ("life_table": the SSA table's probabilities of the
+    model's ages). ``estimate``: whether the pipeline estimates its preferences from the SCF.
     """
 
     name: str
-    model: str = "lifecycle"
-    sizes: dict[str, int | bool] = field(default_factory=dict)
+    model: str = "lifecycle_regimes"
+    sizes: dict[str, int | bool | str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     log_level: str = "progress"
     x64: bool = False
     simulation: SimulationSettings = field(default_factory=SimulationSettings)
+    estimate: bool = True
 
     def __post_init__(self) -> None:
         """Refuse names that are no safe identifiers (they become paths under ``bld/``)."""
@@ -87,12 +90,13 @@ if PROFILE not in {"default", "smoke"}:
     )
     raise ConfigurationError(msg)
 
-SIZES: dict[str, int | bool] = (
+SIZES: dict[str, int | bool | str] = (
     {"n_wealth": 100, "n_consumption": 100, "n_periods": 30, "n_savings": 200}
     if PROFILE == "default"
     else {"n_wealth": 12, "n_consumption": 12, "n_periods": 8, "start_age": 63, "n_savings": 30}
-) | {"taste_shocks": True}
-"""The life-cycle variants' sizes: solved by DC-EGM with EV1 taste shocks on retirement."""
+) | {"taste_shocks": True, "survival": "life_table"}
+"""The life-cycle variants' sizes: solved by DC-EGM with EV1 taste shocks on retirement, and
+survival probabilities from the SSA life table (households die; death is a regime)."""
 GRID_SIZES = {name: size for name, size in SIZES.items() if name != "n_savings"}
 """``SIZES`` without the savings grid: the same model solved by grid search."""
 SIMULATION = (
@@ -104,14 +108,24 @@ SIMULATION = (
 CALIBRATION: dict[str, Any] = {
     "targets": ROOT / "data" / ("targets.csv" if PROFILE == "default" else "targets_smoke.csv"),
     "settings": {
-        "epochs": 500,
+        "epochs": 1000,
         "learning_rate": 0.01,
         "seed": 0,
         "dropout": 0.0,
         "batch_size": None,
+        "penalty": "entropy",
+        "penalty_strength": 0.05,
+        "lower_bound": 0.2,
+        "upper_bound": 5.0,
+        "min_ess_share": 0.5,
+        "max_weight_ratio": 10.0,
+        "on_goal_failure": "warn",
     },
 }
-"""The targets file (see data/README.md) and the reweighting settings (project.calibration)."""
+"""The targets file (see data/README.md; each variant is fitted to its own rows, column
+``variant``) and the reweighting settings (``project.calibration.CalibrationSettings``: an
+entropy penalty toward equal weights, weights within 0.2-5 times the base, and the goals ESS >=
+50 % and maximum weight <= 10 times the mean, whose misses are recorded as warnings)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +146,56 @@ class DataSettings:
 DATA = DataSettings()
 """The data preparation's choices: all education levels, all SCF waves pooled, half women."""
 
+
+@dataclass(frozen=True)
+class EstimationSettings:
+    """How ``task_estimate`` estimates a variant's preferences from the SCF (MSM).
+
+    Moments: mean log wealth-to-income of the SCF age groups ``(age_min, age_max]`` (ages
+    age_min+1..age_max) in ``age_groups``; the model's last group (76-79) is left out because
+    the model ends at 79, where everybody consumes what is left. ``n_subjects`` simulated
+    subjects from the variant's initial distribution with ``seed``; the optimiser
+    (``algorithm``, ``algo_options``) searches from ``start`` and, with ``n_starts`` > 1, also
+    by optimagic's TikTak multistart with ``n_starts`` local searches, keeping the better
+    (``project.estimation.variant``); derivatives are central differences with steps
+    ``relative_step`` times the param (the simulated moments jump when a subject's discrete
+    choice flips: steps must be well above those jumps). ``crra`` may fall below 1 (utility
+    stays CRRA; exactly 1, log utility, is not a point the search can reach in practice, and a
+    non-finite moment there would stop it with an ``EstimationError``).
+    """
+
+    estimated: tuple[str, ...] = ("crra", "beta")
+    start: dict[str, float] = field(default_factory=lambda: {"crra": 3.0, "beta": 0.95})
+    bounds: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: {"crra": (0.3, 8.0), "beta": (0.8, 1.05)}
+    )
+    age_groups: tuple[tuple[int, int], ...] = ((50, 55), (55, 60), (60, 65), (65, 70), (70, 75))
+    n_subjects: int = 5_000
+    seed: int = 20_261_124
+    algorithm: str = "pounders"
+    algo_options: dict[str, Any] = field(
+        default_factory=lambda: {"trustregion_initial_radius": 0.05}
+    )
+    n_starts: int = 2
+    relative_step: float = 1e-2
+
+
+ESTIMATION = (
+    EstimationSettings()
+    if PROFILE == "default"
+    else EstimationSettings(
+        estimated=("beta",),
+        start={"beta": 0.95},
+        bounds={"beta": (0.8, 1.05)},
+        age_groups=((60, 65), (65, 70)),
+        n_subjects=400,
+        n_starts=1,
+        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 10},
+    )
+)
+"""The estimation's choices (``project.estimation.variant``). The smoke model covers ages 63-70
+only, where risk aversion barely moves wealth: the smoke build estimates the discount factor."""
+
 DEFAULT_VARIANT = "baseline"
 
 VARIANTS: dict[str, Variant] = {
@@ -140,7 +204,7 @@ VARIANTS: dict[str, Variant] = {
         Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
         Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION, params={"pension": 0.3}),
         # The baseline solved by grid search: a cross-check of DC-EGM, not an economic variant.
-        Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION),
+        Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION, estimate=False),
     )
 }
 

@@ -21,10 +21,12 @@ from typing import Any
 import jax
 import pandas as pd
 
-from project.config import SimulationSettings, Variant
+from project.config import DATA, SimulationSettings, Variant
 from project.errors import CheckpointError, ConfigurationError, ParamsError
+from project.estimation.products import load_estimation, save_estimation
+from project.estimation.variant import estimate_variant
 from project.model.spec import Model
-from project.models import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS
+from project.models import DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS, default_params_of
 from project.persist.atomic import MARKER_NAME, write_bytes_atomically
 from project.persist.bundle import load_table
 from project.persist.manifest import verify_directory
@@ -62,9 +64,10 @@ def variant_params(*, variant: Variant, model: Model) -> dict[str, Any]:
     """Return the params of a variant's built ``model``: defaults, then the overrides, sorted.
 
     A model with taste shocks gets its shipped default ``taste_shock_scale`` (see
-    ``project.models.DEFAULT_TASTE_SHOCK_SCALES``) unless the variant sets it.
+    ``project.models.DEFAULT_TASTE_SHOCK_SCALES``) unless the variant sets it. Life-table
+    survival probabilities mix men and women with ``DATA.female_share`` (src/project/config.py).
     """
-    defaults = dict(DEFAULT_PARAMS[variant.model])
+    defaults = default_params_of(name=variant.model, model=model, female_share=DATA.female_share)
     if TASTE_SHOCK_SCALE in model.params_template:
         scale = DEFAULT_TASTE_SHOCK_SCALES.get(variant.model, variant.params.get(TASTE_SHOCK_SCALE))
         if scale is None:
@@ -214,3 +217,50 @@ def solution_method(*, directory: Path) -> str:
 def load_panel(*, bundle_marker: Path) -> pd.DataFrame:
     """Read the simulated table of the bundle whose marker is ``bundle_marker`` (verified)."""
     return load_table(Path(bundle_marker).parent)
+
+
+def estimate_variant_into(
+    *,
+    specification: dict[str, Any],
+    moments_file: Path,
+    initial_distribution: dict[str, Any],
+    settings: dict[str, Any],
+    directory: Path,
+    sources: Sequence[Path],
+) -> bool:
+    """Estimate the variant into ``directory`` unless it is up to date; say if estimated.
+
+    Fingerprinted like ``solve_variant``: the specification, the settings, the initial
+    distribution, the moment table's bytes, the sources and package versions.
+    """
+    inputs = {
+        "specification": specification,
+        "settings": settings,
+        "initial_distribution": initial_distribution,
+        "moments": hashlib.sha256(Path(moments_file).read_bytes()).hexdigest(),
+    }
+    expected = fingerprint(specification=inputs, sources=sources)
+    if _intact_estimation_fingerprint(Path(directory)) == expected:
+        logger.info("Estimate of %r is up to date; not estimating again.", specification["name"])
+        return False
+    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    outcome = estimate_variant(
+        model=model,
+        specification=specification,
+        moments=pd.read_feather(moments_file),
+        initial_distribution=initial_distribution,
+        settings=settings,
+    )
+    save_estimation(outcome, directory=directory, provenance={"fingerprint": expected})
+    return True
+
+
+def _intact_estimation_fingerprint(directory: Path) -> str | None:
+    """Return the fingerprint of the verified estimate in ``directory`` (None: absent, damaged)."""
+    if not (directory / MARKER_NAME).exists():
+        return None
+    try:
+        return load_estimation(directory).summary["provenance"].get("fingerprint")
+    except (CheckpointError, KeyError, ValueError) as error:
+        logger.warning("Estimating again: %s", error)
+        return None

@@ -40,6 +40,8 @@ VARIANT_TASKS = (
 PAPER_PDF = Path("bld/paper/paper.pdf")
 ALL_VARIANTS = tuple(VARIANTS)
 """baseline, low_pension and baseline_grid (the baseline by grid search)."""
+ESTIMATED = tuple(name for name, variant in VARIANTS.items() if variant.estimate)
+"""The variants whose preferences the pipeline estimates (not the grid-search cross-check)."""
 
 
 def copy_project(target: Path) -> Path:
@@ -213,8 +215,20 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert [p.name for p in (root / PAPER_PDF).parent.iterdir()] == ["paper.pdf"]
     else:
         assert first["task_compile_paper"] == "SKIP"
+    assert "dead" in set(table["regime"].astype(str))  # life-table deaths are recorded
+    assert ESTIMATED == ("baseline", "low_pension")
+    for variant in ESTIMATED:
+        estimation = root / "bld" / variant / "estimation"
+        estimates = pd.read_feather(estimation / "estimates.arrow")
+        assert list(estimates["param"]) == ["beta"]  # the smoke profile estimates beta
+        assert estimates["std_error"].gt(0).all()
+        summary = json.loads((estimation / "summary.json").read_text())
+        assert summary["provenance"]["fingerprint"] and "warnings" in summary
+    for product in ("tables/estimates.tex", "tables/moment_fit.md", "figures/estimation_fit.png"):
+        assert (root / "bld" / product).stat().st_size > 0, product
     log = (root / "bld/logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
+    assert "INFO project.estimation: " in log
 
 
 def test_incremental_contract(serial_build):
@@ -259,10 +273,19 @@ def test_incremental_contract(serial_build):
     baseline = json.loads((root / "bld/baseline/model.json").read_text())
     assert baseline["params"]["pension"] == 0.45
 
-    # Solver source: the solves rerun; identical outputs stop everything downstream.
+    # Solver source: the solves and the estimations (which solve) rerun; identical outputs
+    # stop everything downstream. The estimates record the new fingerprint of their inputs, so
+    # the estimation report reruns too, and writes the same tables and figure.
     edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
+    tables = product_digests(root)
     ran = executed(build(root))
-    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS}
+    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {
+        f"task_estimate[{v}]" for v in ESTIMATED
+    } | {"task_estimation_report"}
+    after = product_digests(root)
+    assert {k: v for k, v in after.items() if "/estimation/" not in k} == {
+        k: v for k, v in tables.items() if "/estimation/" not in k
+    }
 
     # Editing the pipeline declaration reruns its tasks, but the fingerprinted solves return
     # at once without solving (their log says so) and their products stay untouched.
@@ -326,6 +349,8 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     weights.write_bytes(weights.read_bytes()[:-100])  # single files: pytask hashes their content
     figure = bld / "figures/variant_comparison.png"
     figure.write_bytes(b"\x00" + figure.read_bytes()[1:])
+    estimates = bld / "low_pension/estimation/estimates.arrow"
+    estimates.write_bytes(estimates.read_bytes()[:-8])  # behind the marker: its digest tells
 
     ran = executed(build(root))
     assert {
@@ -335,6 +360,7 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
         "task_solve[baseline_grid]",
         "task_calibrate[baseline]",
         "task_plot_variant_comparison",
+        "task_estimate[low_pension]",
     } <= ran
     assert product_digests(root) == before
     assert hidden_entries(root) == []

@@ -12,6 +12,7 @@ import json
 import numpy as np
 import pytest
 
+from project.analysis.profiles import is_retired, living
 from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
 from project.errors import ParamsError
 from project.models import DEFAULT_TASTE_SHOCK_SCALES
@@ -41,7 +42,9 @@ def test_variants_solve_with_taste_shocks_by_dcegm_unless_they_are_the_grid_chec
     assert specification["sizes"]["taste_shocks"] is True
     grid = name == GRID_VARIANT
     assert ("n_savings" not in specification["sizes"]) is grid
-    assert choose_method(model, method=None) == ("grid" if grid else "dcegm")
+    for regime in model.regimes.values():  # working and retired; each solves by one method
+        expected_method = "grid" if grid else ("dcegm" if regime.discrete_actions else "egm")
+        assert choose_method(regime, method=None) == expected_method
     expected = variant.params.get(TASTE_SHOCK_SCALE, DEFAULT_TASTE_SHOCK_SCALES[variant.model])
     assert specification["params"][TASTE_SHOCK_SCALE] == expected
 
@@ -123,33 +126,41 @@ def test_dcegm_and_grid_search_agree_on_the_baseline_within_the_consumption_step
     """
     (dcegm, grid) = (entry["solution"] for entry in solved)
     model = dcegm.model
-    wealth = np.asarray(model.states["wealth"].to_jax(), dtype=float)
+    wealth = np.asarray(model.states["wealth"].to_jax(), dtype=float)  # shared by the regimes
     wealth = wealth[wealth >= MIN_WEALTH]
     step = consumption_step(grid.model)
     crra = float(dcegm.params["crra"])
     for pref_type in (0, 1):
-        for lagged in (0, 1):
+        for regime in ("working", "retired"):
             states = {
                 "pref_type": np.full(wealth.shape, pref_type),
-                "lagged_retirement": np.full(wealth.shape, lagged),
                 "income": np.full(wealth.shape, 2),
                 "wealth": wealth,
             }
+            if regime == "retired":
+                del states["income"]
             ours, theirs = (
-                dcegm.policy(period=period, states=states),
-                grid.policy(period=period, states=states),
+                dcegm.policy(period=period, regime=regime, states=states),
+                grid.policy(period=period, regime=regime, states=states),
             )
             assert np.abs(ours["consumption"] - theirs["consumption"]).max() <= step
             gap = np.abs(
-                dcegm.value(period=period, states=states) - grid.value(period=period, states=states)
+                dcegm.value(period=period, regime=regime, states=states)
+                - grid.value(period=period, regime=regime, states=states)
             )
             assert (gap <= 2 * step * ours["consumption"] ** -crra).all()
-            assert (ours["retirement"] != theirs["retirement"]).sum() <= 1
+            if regime == "working":
+                assert (ours["retirement"] != theirs["retirement"]).sum() <= 1
 
 
 def profiles(panel):
-    retired = panel["retirement"].astype(str) == "retired"
-    return panel.assign(retired=retired).groupby("age")[["wealth", "consumption", "retired"]].mean()
+    """Return mean wealth, consumption and share retired of the living by age."""
+    alive = living(panel)
+    return (
+        alive.assign(retired=is_retired(alive))
+        .groupby("age")[["wealth", "consumption", "retired"]]
+        .mean()
+    )
 
 
 def test_dcegm_and_grid_search_simulate_the_same_life_cycle(solved):

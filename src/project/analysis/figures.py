@@ -17,6 +17,7 @@ from matplotlib.axes import Axes
 from project.analysis import style
 from project.analysis.profiles import lifecycle_profiles
 from project.grids import DiscreteGrid
+from project.regimes.solution import RegimeSolution
 from project.solver.solution import Solution
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
@@ -46,21 +47,25 @@ def default_fixed_states(*, solution: Solution | EGMSolution, column_state: str)
 
 def plot_policy_functions(
     *,
-    solution: Solution | EGMSolution,
+    solution: Solution | EGMSolution | RegimeSolution,
     paths: Mapping[str, Path],
     ages: Sequence[float] | None = None,
     fixed_states: Mapping[str, str] | None = None,
     column_state: str = "pref_type",
     wealth_state: str = "wealth",
     consumption_action: str = "consumption",
+    regime: str = "working",
 ) -> list[Path]:
     """Plot V and optimal consumption against wealth for a few ages, one column per type.
 
     ``solution`` is a grid (``project.solver.Solution``) or an EGM/DC-EGM solution
-    (``project.egm.EGMSolution``): V and the policy are evaluated at the points of the model's
-    wealth grid. ``fixed_states`` gives the label of every other discrete state (default: a
-    worker with the median income node); ``ages`` defaults to four ages spread over the horizon.
+    (``project.egm.EGMSolution``), or a solution with regimes, of which ``regime``'s is shown:
+    V and the policy are evaluated at the points of the model's wealth grid. ``fixed_states``
+    gives the label of every other discrete state (default: a worker with the median income
+    node); ``ages`` defaults to four ages spread over the horizon.
     """
+    if isinstance(solution, RegimeSolution):
+        solution = solution.solution(regime)
     model = solution.model
     fixed = dict(
         default_fixed_states(solution=solution, column_state=column_state)

@@ -8,10 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PAPER_FIGURES = ("policy_functions_baseline", "lifecycle_profiles_baseline", "variant_comparison")
+PAPER_FIGURES = (
+    "policy_functions_baseline",
+    "lifecycle_profiles_baseline",
+    "variant_comparison",
+    "estimation_fit",
+)
 """Figure stems the paper includes from ``bld/figures/`` (as ``.pdf``)."""
 
-PAPER_TABLES = ("parameters", "summary_statistics")
+PAPER_TABLES = ("parameters", "summary_statistics", "estimates", "moment_fit")
 """Table stems the paper inputs from ``bld/tables/`` (as ``.tex``); labels are ``tab:<stem>``."""
 
 LATEXMK_COMMAND = (

@@ -2,7 +2,9 @@
 
 The panel is ``SimulationResult.to_dataframe()``: columns ``age``, ``wealth``, ``consumption``,
 ``retirement`` and ``pref_type`` at least. Discrete columns may be categoricals with labels
-("retired") or integer codes (1 = retired); both are understood.
+("retired") or integer codes (1 = retired); both are understood. A panel of a model with regimes
+has a ``regime`` column (labels): statistics are of the living (rows in regime "dead" are
+dropped), and a household is retired in regime "retired" or in the period it chooses to retire.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import pandas as pd
 
 RETIRED_LABEL = "retired"
 RETIRED_CODE = 1
+REGIME_COLUMN = "regime"
+DEAD_LABEL = "dead"
 
 PROFILE_COLUMNS = ("mean_wealth", "median_wealth", "mean_consumption", "share_retired", "n")
 """Columns of ``lifecycle_profiles`` besides the grouping columns and ``age``."""
@@ -30,6 +34,22 @@ def retired_indicator(retirement: pd.Series) -> pd.Series:
     return is_retired.astype(float)
 
 
+def living(panel: pd.DataFrame) -> pd.DataFrame:
+    """Return the rows of living households (all rows of a panel without a ``regime`` column)."""
+    if REGIME_COLUMN not in panel.columns:
+        return panel
+    return panel.loc[panel[REGIME_COLUMN].astype(str) != DEAD_LABEL]
+
+
+def is_retired(panel: pd.DataFrame) -> pd.Series:
+    """Return 1.0 for households that are retired or retire this period, else 0.0."""
+    retired = retired_indicator(panel["retirement"])
+    if REGIME_COLUMN in panel.columns:
+        in_retirement = (panel[REGIME_COLUMN].astype(str) == RETIRED_LABEL).astype(float)
+        retired = np.maximum(retired, in_retirement)
+    return retired
+
+
 def check_panel(panel: pd.DataFrame, *, extra: Sequence[str] = ()) -> None:
     """Raise ``KeyError`` naming the columns the analysis needs that ``panel`` lacks."""
     missing = [c for c in (*REQUIRED_COLUMNS, *extra) if c not in panel.columns]
@@ -39,19 +59,20 @@ def check_panel(panel: pd.DataFrame, *, extra: Sequence[str] = ()) -> None:
 
 
 def lifecycle_profiles(*, panel: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
-    """Return mean and median wealth, mean consumption, share retired and N by ``by`` and age.
+    """Return mean and median wealth, mean consumption, share retired and N (of the living).
 
     One row per group and age, sorted; groups keep the order of categoricals (else sorted).
     """
     by = list(by)
     check_panel(panel, extra=by)
+    panel = living(panel)
     frame = pd.DataFrame(
         {
             **{column: panel[column] for column in by},
             "age": panel["age"].astype(float),
             "wealth": panel["wealth"].astype(float),
             "consumption": panel["consumption"].astype(float),
-            "retired": retired_indicator(panel["retirement"]),
+            "retired": is_retired(panel),
         }
     )
     grouped = frame.groupby([*by, "age"], observed=True, sort=True)

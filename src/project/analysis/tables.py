@@ -18,11 +18,15 @@ from project.analysis.profiles import (
     age_bracket_label,
     age_bracket_start,
     check_panel,
-    retired_indicator,
+    is_retired,
+    living,
 )
 from project.analysis.style import method_name
+from project.calibration.weighting import attach_weights
 
 BRACKET_WIDTH = 5
+MAX_LISTED = 4
+"""Array params longer than this are shown as their first and last entry and their length."""
 FLOAT_FORMAT = "{:.3f}"
 INT_FORMAT = "{:d}"
 SUMMARY_COLUMNS = (
@@ -33,7 +37,7 @@ SUMMARY_COLUMNS = (
     "Share retired",
     "N",
 )
-"""Columns of ``summary_statistics``; N counts observations (subject-years) in the bracket."""
+"""Columns of ``summary_statistics``; N counts the living's subject-years in the bracket."""
 
 PARAMETER_DESCRIPTIONS: dict[str, str] = {
     "beta": "discount factor",
@@ -53,6 +57,8 @@ PARAMETER_DESCRIPTIONS: dict[str, str] = {
     "n_savings": "savings points",
     "taste_shocks": "EV1 taste shocks",
     "taste_shock_scale": "taste-shock scale",
+    "survival_probabilities": "one-year survival",
+    "survival": "mortality",
     "method": "solution method",
 }
 """Descriptions of the life-cycle model's parameters and grid sizes (others get none)."""
@@ -72,37 +78,53 @@ _LATEX_SPECIAL = {
 
 
 def summary_statistics(
-    *, panels: Mapping[str, pd.DataFrame], bracket_width: int = BRACKET_WIDTH
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame] | None = None,
+    bracket_width: int = BRACKET_WIDTH,
 ) -> pd.DataFrame:
     """Return mean wealth, mean consumption, share retired and N by variant and age bracket.
 
-    Brackets are ``bracket_width`` years from multiples of it ("50-54", "55-59", ...); variants
-    keep the order of ``panels``, brackets are ascending.
+    Statistics of the living. ``weights`` (per variant: ``subject_id``, ``weight``, the
+    calibrated weights) make the means population means; a variant without weights counts every
+    subject alike. Brackets are ``bracket_width`` years from multiples of it ("50-54", "55-59",
+    ...); variants keep the order of ``panels``, brackets are ascending.
     """
     rows = []
     for variant, panel in panels.items():
         check_panel(panel)
+        alive = living(panel)
+        subject_weights = (weights or {}).get(variant)
+        weight = (
+            np.ones(len(alive))
+            if subject_weights is None
+            else attach_weights(panel=alive[["subject_id"]], weights=subject_weights)[
+                "weight"
+            ].to_numpy(dtype=float)
+        )
         frame = pd.DataFrame(
             {
-                "start": age_bracket_start(panel["age"], width=bracket_width),
-                "wealth": panel["wealth"].astype(float),
-                "consumption": panel["consumption"].astype(float),
-                "retired": retired_indicator(panel["retirement"]),
+                "start": age_bracket_start(alive["age"], width=bracket_width),
+                "weight": weight,
+                "wealth": alive["wealth"].astype(float).to_numpy() * weight,
+                "consumption": alive["consumption"].astype(float).to_numpy() * weight,
+                "retired": is_retired(alive).to_numpy() * weight,
             }
         )
         grouped = frame.groupby("start", sort=True).agg(
-            wealth=("wealth", "mean"),
-            consumption=("consumption", "mean"),
-            retired=("retired", "mean"),
-            n=("wealth", "size"),
+            weight=("weight", "sum"),
+            wealth=("wealth", "sum"),
+            consumption=("consumption", "sum"),
+            retired=("retired", "sum"),
+            n=("weight", "size"),
         )
         rows.extend(
             (
                 variant,
                 age_bracket_label(int(start), width=bracket_width),
-                float(row.wealth),
-                float(row.consumption),
-                float(row.retired),
+                float(row.wealth / row.weight),
+                float(row.consumption / row.weight),
+                float(row.retired / row.weight),
                 int(row.n),
             )
             for start, row in grouped.iterrows()
@@ -274,11 +296,19 @@ def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 
 
+def _format_sequence(values: list | tuple) -> str:
+    """Return "(a, b)", or "first ... last (n values)" for a long array (e.g. survival by age)."""
+    if len(values) > MAX_LISTED:
+        first, last = _format_value(values[0]), _format_value(values[-1])
+        return f"{first} ... {last} ({len(values)} values)"
+    return "(" + ", ".join(_format_value(v) for v in values) + ")"
+
+
 def _format_value(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list | tuple):
-        return "(" + ", ".join(_format_value(v) for v in value) + ")"
+        return _format_sequence(value)
     if isinstance(value, bool):
         return str(value)
     if isinstance(value, int | np.integer):

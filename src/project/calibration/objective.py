@@ -1,17 +1,20 @@
 """The targets as numbers and the loss that scores how far estimates are from them.
 
 Contract: a ``TargetProblem`` holds K targets t (names, finite values, non-negative
-normalisation factors, excluded flags, optional absolute floors). ``Objective.for_problem`` fixes
-one positive denominator per target,
+normalisation factors, held-out flags, relative tolerances, optional absolute floors).
+``Objective.for_problem`` fixes one positive denominator per target,
 
     d_j = max(|t_j|, floor_j),   floor_j = max(absolute floor_j, relative_floor * scale_j),
 
 with ``scale_j = sum_i |A_ij| / N`` the mean absolute contribution of one record to target j, so
 a target at or near zero is scored in units of "one typical record's contribution" instead of
-dividing by ~0. The loss of estimates S (K) is the mean over fitted (not excluded) targets of
-``normalization_j * ((S_j - t_j) / d_j) ** 2``; excluded targets are reported but contribute
-nothing. ``assess`` returns L, c = dL/dS exactly (JAX autodiff of L in S) and the number of
-fitted targets within 10 % (|S_j - t_j| <= 0.1 d_j), in one compiled call.
+dividing by ~0. A target is *within tolerance* when |S_j - t_j| <= tol_j * d_j (a relative miss
+for every target away from zero). The fit loss of estimates S (K) is the mean over fitted (not
+held-out) targets of ``normalization_j * z_j ** 2`` with the miss in tolerances
+``z_j = (S_j - t_j) / (tol_j * d_j)``: a loss of 1 means every target misses by one tolerance.
+Held-out targets are reported but contribute exactly nothing (neither their value nor their
+estimate enters the loss or its gradient). ``assess`` returns the loss, c = dL/dS exactly (JAX
+autodiff of L in S) and the number of fitted targets within tolerance, in one compiled call.
 """
 
 from __future__ import annotations
@@ -26,18 +29,20 @@ import numpy as np
 from project.calibration.errors import CalibrationError
 from project.points import float_dtype
 
-WITHIN_TOLERANCE = 0.1
+DEFAULT_TOLERANCE = 0.01
+"""The relative tolerance of a target that states none: a miss of 1 % of its denominator."""
 SHOWN = 5
 
 
 @dataclass(frozen=True)
 class TargetProblem:
-    """K aggregate targets: names, values, normalisation factors, excluded flags, floors."""
+    """K aggregate targets: names, values, factors, held-out flags, tolerances, floors."""
 
     names: tuple[str, ...]
     values: np.ndarray
     normalization: np.ndarray
-    excluded: np.ndarray
+    held_out: np.ndarray
+    tolerances: np.ndarray
     floors: np.ndarray
 
     @classmethod
@@ -47,10 +52,11 @@ class TargetProblem:
         names: Sequence[str],
         values: Sequence[float] | np.ndarray,
         normalization: Sequence[float] | np.ndarray | None = None,
-        excluded: Sequence[bool] | np.ndarray | None = None,
+        held_out: Sequence[bool] | np.ndarray | None = None,
+        tolerances: Sequence[float] | np.ndarray | None = None,
         floors: Sequence[float] | np.ndarray | None = None,
     ) -> TargetProblem:
-        """Validate and return the targets; ``floors`` NaN or None means no absolute floor."""
+        """Validate and return the targets; NaN tolerances take the default, NaN floors none."""
         names = tuple(str(n) for n in names)
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
@@ -61,10 +67,13 @@ class TargetProblem:
         normalization = _vector(
             np.ones(k) if normalization is None else normalization, name="normalization", k=k
         )
+        tolerances = _vector(
+            np.full(k, np.nan) if tolerances is None else tolerances, name="tolerances", k=k
+        )
         floors = _vector(np.zeros(k) if floors is None else floors, name="floors", k=k)
-        excluded = np.zeros(k, dtype=bool) if excluded is None else np.asarray(excluded, bool)
-        if excluded.shape != (k,):
-            msg = f"excluded has shape {excluded.shape}; expected ({k},), one flag per target."
+        held_out = np.zeros(k, dtype=bool) if held_out is None else np.asarray(held_out, bool)
+        if held_out.shape != (k,):
+            msg = f"held_out has shape {held_out.shape}; expected ({k},), one flag per target."
             raise CalibrationError(msg)
         _require(
             bad=~np.isfinite(values),
@@ -78,6 +87,13 @@ class TargetProblem:
             problem="the normalisation factor is negative or not finite",
             remedy="use a finite factor >= 0 (1 = plain weight)",
         )
+        tolerances = np.where(np.isnan(tolerances), DEFAULT_TOLERANCE, tolerances)
+        _require(
+            bad=~np.isfinite(tolerances) | (tolerances <= 0) | (tolerances >= 1),
+            names=names,
+            problem="the tolerance is not a relative tolerance in (0, 1)",
+            remedy=f"write e.g. 0.01 for 1 %, or leave it empty for {DEFAULT_TOLERANCE:g}",
+        )
         floors = np.where(np.isnan(floors), 0.0, floors)
         _require(
             bad=~np.isfinite(floors) | (floors < 0),
@@ -85,34 +101,36 @@ class TargetProblem:
             problem="the floor is negative or infinite",
             remedy="use a floor > 0 or leave it empty",
         )
-        if excluded.all():
-            msg = f"All {k} targets are excluded; at least one target must be fitted."
+        if held_out.all():
+            msg = f"All {k} targets are held out; at least one target must be fitted."
             raise CalibrationError(msg)
         return cls(
             names=names,
             values=values,
             normalization=normalization,
-            excluded=excluded,
+            held_out=held_out,
+            tolerances=tolerances,
             floors=floors,
         )
 
     @property
     def n_targets(self) -> int:
-        """Return K, the number of targets (fitted and excluded)."""
+        """Return K, the number of targets (fitted and held out)."""
         return len(self.names)
 
     @property
     def fitted(self) -> np.ndarray:
         """Return a boolean mask of the targets that enter the loss."""
-        return ~self.excluded
+        return ~self.held_out
 
 
 @dataclass(frozen=True)
 class Objective:
-    """The loss as device arrays: targets, denominators and per-target factors."""
+    """The loss as device arrays: targets, scales (tol_j * d_j) and per-target factors."""
 
     targets: jnp.ndarray
     denominators: jnp.ndarray
+    scales: jnp.ndarray
     factors: jnp.ndarray
     fitted: jnp.ndarray
 
@@ -124,10 +142,13 @@ class Objective:
         d = denominators(problem=problem, column_scale=column_scale, relative_floor=relative_floor)
         fitted = problem.fitted
         factors = np.where(fitted, problem.normalization, 0.0) / fitted.sum()
+        # A held-out target gets a unit scale and a zero factor: its term is exactly 0.
+        targets = np.where(fitted, problem.values, 0.0)
         dtype = float_dtype()
         return cls(
-            targets=jnp.asarray(problem.values, dtype=dtype),
+            targets=jnp.asarray(targets, dtype=dtype),
             denominators=jnp.asarray(d, dtype=dtype),
+            scales=jnp.asarray(np.where(fitted, problem.tolerances * d, 1.0), dtype=dtype),
             factors=jnp.asarray(factors, dtype=dtype),
             fitted=jnp.asarray(fitted),
         )
@@ -138,20 +159,16 @@ class Objective:
         return int(np.sum(np.asarray(self.fitted)))
 
     def assess(self, estimates: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-        """Return the loss, c = dL/dS and the number of fitted targets within 10 %."""
-        return _assess(estimates, self.targets, self.denominators, self.factors, self.fitted)
+        """Return the loss, c = dL/dS and the number of fitted targets within tolerance."""
+        return _assess(estimates, self.targets, self.scales, self.factors, self.fitted)
 
     def loss(self, estimates: jnp.ndarray) -> jnp.ndarray:
-        """Return the loss of the estimates S."""
+        """Return the fit loss of the estimates S."""
         return self.assess(estimates)[0]
 
     def loss_and_gradient(self, estimates: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
-        """Return the loss and c = dL/dS (zero for excluded targets)."""
+        """Return the fit loss and c = dL/dS (zero for held-out targets)."""
         return self.assess(estimates)[:2]
-
-    def share_within(self, estimates: jnp.ndarray) -> float:
-        """Return the share of fitted targets with |S_j - t_j| <= 0.1 * d_j."""
-        return int(self.assess(estimates)[2]) / self.n_fitted
 
 
 def denominators(
@@ -171,22 +188,35 @@ def denominators(
     return d
 
 
+def relative_misses(
+    *, estimates: np.ndarray, problem: TargetProblem, denominators: np.ndarray
+) -> np.ndarray:
+    """Return (S_j - t_j) / d_j for every target, fitted and held out (NaN where d_j = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(
+            denominators > 0, (np.asarray(estimates) - problem.values) / denominators, np.nan
+        )
+
+
 def _loss(
-    estimates: jnp.ndarray, targets: jnp.ndarray, denominators: jnp.ndarray, factors: jnp.ndarray
+    estimates: jnp.ndarray, targets: jnp.ndarray, scales: jnp.ndarray, factors: jnp.ndarray
 ) -> jnp.ndarray:
-    return jnp.sum(factors * ((estimates - targets) / denominators) ** 2)
+    return jnp.sum(factors * ((estimates - targets) / scales) ** 2)
 
 
 @jax.jit
 def _assess(
     estimates: jnp.ndarray,
     targets: jnp.ndarray,
-    denominators: jnp.ndarray,
+    scales: jnp.ndarray,
     factors: jnp.ndarray,
     fitted: jnp.ndarray,
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    loss, c = jax.value_and_grad(_loss)(estimates, targets, denominators, factors)
-    close = jnp.abs(estimates - targets) <= WITHIN_TOLERANCE * denominators
+    # Held-out estimates are replaced by their (zero) target so that not even a non-finite
+    # held-out estimate reaches the loss or c.
+    estimates = jnp.where(fitted, estimates, targets)
+    loss, c = jax.value_and_grad(_loss)(estimates, targets, scales, factors)
+    close = jnp.abs(estimates - targets) <= scales
     return loss, c, jnp.sum(close & fitted)
 
 

@@ -1,16 +1,18 @@
-"""Fit record weights to aggregate targets with Adam on log-weights (optax).
+"""Fit record weights to aggregate targets with Adam on bounded weight ratios (optax).
 
-Contract: ``calibrate_weights(weights=w0, estimates=A, problem=targets, settings=...)`` takes
-initial weights w0 (N, finite, >= 0), the estimate matrix A as an (N, K) array or a callable
+Contract: ``calibrate_weights(weights=b, estimates=A, problem=targets, settings=...)`` takes
+the base weights b (N, finite, >= 0), the estimate matrix A as an (N, K) array or a callable
 ``(start, stop) -> (stop - start, K)`` (see ``source``) and a ``TargetProblem``. It scans A once
 (no dropout: the estimates before, the column scales that fix the denominators, and checks),
-then runs ``settings.epochs`` Adam steps on theta = log w, each with one dropout mask and the
-exact two-pass batched gradient (see ``passes``), and returns exp(theta) after the final step
-together with the per-epoch log (loss and share of fitted targets within 10 % of their
-denominator, both at the epoch's starting weights under its mask) and the estimates after.
-Everything is deterministic given ``settings.seed``. A record with weight 0 keeps weight 0.
-A fitted target whose column of A is zero for every record raises ``CalibrationError`` (no
-weights can move it); an excluded one only logs a warning.
+then runs ``settings.epochs`` Adam steps (learning rate constant, or cosine-decayed to
+``final_learning_rate_share`` of its start) on theta, where w_i = b_i * r(theta_i) keeps every
+weight within [lower_bound, upper_bound] * b_i (see ``regularize``), each with one dropout mask
+and the exact two-pass batched gradient of fit loss plus penalty (see ``passes``). It returns
+the weights after the final step with the per-epoch log (objective, fit loss, penalty and share
+of fitted targets within tolerance, at the epoch's starting weights under its mask) and the
+estimates before and after. Everything is deterministic given ``settings.seed``. A record with
+base weight 0 keeps weight 0. A fitted target whose column of A is zero for every record raises
+``CalibrationError`` (no weights can move it); a held-out one only logs a warning.
 """
 
 from __future__ import annotations
@@ -19,8 +21,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import jax
@@ -32,6 +33,7 @@ import pandas as pd
 from project.calibration import passes
 from project.calibration.errors import CalibrationError
 from project.calibration.objective import Objective, TargetProblem
+from project.calibration.settings import CalibrationSettings
 from project.calibration.source import EstimateSource
 from project.points import float_dtype
 
@@ -39,57 +41,16 @@ logger = logging.getLogger("project.calibration")
 
 SHOWN = 5
 LOG_LINES = 10
-
-
-@dataclass(frozen=True)
-class CalibrationSettings:
-    """How to fit: epochs, Adam's learning rate, seed, dropout rate, batch size, floors."""
-
-    epochs: int = 500
-    learning_rate: float = 0.01
-    seed: int = 0
-    dropout: float = 0.0
-    batch_size: int | None = None
-    relative_floor: float = 1.0
-
-    def __post_init__(self) -> None:
-        checks = {
-            "epochs": isinstance(self.epochs, int) and self.epochs >= 0,
-            "learning_rate": _is_number(self.learning_rate) and self.learning_rate > 0,
-            "seed": isinstance(self.seed, int) and 0 <= self.seed < 2**31,
-            "dropout": _is_number(self.dropout) and 0 <= self.dropout < 1,
-            "batch_size": self.batch_size is None
-            or (isinstance(self.batch_size, int) and self.batch_size >= 1),
-            "relative_floor": _is_number(self.relative_floor) and self.relative_floor >= 0,
-        }
-        wanted = {
-            "epochs": "an integer >= 0",
-            "learning_rate": "a number > 0",
-            "seed": "an integer in [0, 2**31)",
-            "dropout": "a rate in [0, 1)",
-            "batch_size": "None (full batch) or an integer >= 1",
-            "relative_floor": "a number >= 0",
-        }
-        for name, ok in checks.items():
-            if not ok:
-                msg = f"Calibration setting {name}={getattr(self, name)!r} must be {wanted[name]}."
-                raise CalibrationError(msg)
-
-    @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any] | None) -> CalibrationSettings:
-        """Return settings from a dict, rejecting unknown keys."""
-        settings = dict(settings or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(settings) - known)
-        if unknown:
-            msg = f"Unknown calibration settings {unknown}; known are {sorted(known)}."
-            raise CalibrationError(msg)
-        return cls(**settings)
+HISTORY_COLUMNS = ["epoch", "objective", "fit_loss", "penalty", "share_within_tolerance"]
 
 
 @dataclass(frozen=True)
 class CalibrationFit:
-    """Fitted weights, the per-epoch log and the estimates before and after."""
+    """Fitted weights, the per-epoch log and the estimates before and after.
+
+    ``loss_*`` are the fit losses (in tolerances, see ``objective``) without dropout;
+    ``penalty_after`` is the penalty at the fitted weights (0 at the base weights).
+    """
 
     weights: np.ndarray
     history: pd.DataFrame
@@ -98,6 +59,7 @@ class CalibrationFit:
     denominators: np.ndarray
     loss_before: float
     loss_after: float
+    penalty_after: float
     epoch_seconds: tuple[float, ...]
 
 
@@ -108,27 +70,38 @@ def calibrate_weights(
     problem: TargetProblem,
     settings: CalibrationSettings | None = None,
 ) -> CalibrationFit:
-    """Return weights fitted to the targets by Adam on log-weights (see the module docstring)."""
+    """Return weights fitted to the targets (see the module docstring)."""
     settings = settings or CalibrationSettings()
-    initial = validate_weights(weights)
-    source = EstimateSource.of(estimates=estimates, n_records=initial.size, names=problem.names)
-    batching = passes.Batching.of(n_records=initial.size, batch_size=settings.batch_size)
+    base = validate_weights(weights)
+    source = EstimateSource.of(estimates=estimates, n_records=base.size, names=problem.names)
+    batching = passes.Batching.of(n_records=base.size, batch_size=settings.batch_size)
     dtype = float_dtype()
-    before, absolute = passes.scan(weights=initial.astype(dtype), source=source, batching=batching)
+    before, absolute = passes.scan(weights=base.astype(dtype), source=source, batching=batching)
     check_columns(problem=problem, absolute=absolute)
     objective = Objective.for_problem(
         problem=problem,
-        column_scale=absolute / initial.size,
+        column_scale=absolute / base.size,
         relative_floor=settings.relative_floor,
     )
-    with np.errstate(divide="ignore"):  # a zero weight is theta = -inf and stays zero
-        theta = jnp.asarray(batching.pad(np.log(initial)).astype(dtype))
-    init, step = _adam(float(settings.learning_rate))
+    regularization = settings.regularization
+    parameters = passes.Parameters(
+        base=jnp.asarray(batching.pad(base).astype(dtype)),
+        base_total=float(base.sum()),
+        regularization=regularization,
+    )
+    theta = jnp.full(batching.padded_length, regularization.initial_theta, dtype=dtype)
+    init, update = _adam(
+        float(settings.learning_rate),
+        float(settings.final_learning_rate_share),
+        int(settings.epochs),
+    )
     state = init(theta)
     logger.info(
-        "Calibrating %d records to %d targets (%d fitted): %d epochs, batch %d, dropout %g.",
-        initial.size, problem.n_targets, int(problem.fitted.sum()), settings.epochs,
-        batching.rows, settings.dropout,
+        "Calibrating %d records to %d targets (%d fitted): %d epochs, batch %d, dropout %g, "
+        "weights within [%g, %g] x base, %s penalty %g.",
+        base.size, problem.n_targets, int(problem.fitted.sum()), settings.epochs,
+        batching.rows, settings.dropout, regularization.lower, regularization.upper,
+        regularization.penalty, regularization.strength,
     )  # fmt: skip
 
     rows, seconds = [], []
@@ -136,31 +109,34 @@ def calibrate_weights(
     for epoch in range(settings.epochs):
         started = time.perf_counter()
         key = passes.epoch_key(seed=settings.seed, epoch=epoch)
-        loss, _, grad, within = passes.gradient(
-            theta=theta, source=source, batching=batching, objective=objective, key=key,
-            rate=settings.dropout,
+        step = passes.gradient(
+            theta=theta, parameters=parameters, source=source, batching=batching,
+            objective=objective, key=key, rate=settings.dropout,
         )  # fmt: skip
-        theta, state = step(theta, state, grad)
-        share = int(within) / objective.n_fitted
+        theta, state = update(theta, state, step.gradient)
+        share = int(step.within) / objective.n_fitted
         theta.block_until_ready()
         seconds.append(time.perf_counter() - started)
-        rows.append((epoch, float(loss), share))
+        rows.append((epoch, float(step.loss), float(step.fit_loss), float(step.penalty), share))
         if (epoch + 1) % every == 0 or epoch + 1 == settings.epochs:
             logger.info(
-                "epoch %d/%d: loss %.4g, %.0f%% of fitted targets within 10%%",
-                epoch + 1, settings.epochs, float(loss), 100 * float(share),
+                "epoch %d/%d: objective %.4g (fit %.4g, penalty %.4g), %.0f%% of fitted targets "
+                "within tolerance",
+                epoch + 1, settings.epochs, float(step.loss), float(step.fit_loss),
+                float(step.penalty), 100 * share,
             )  # fmt: skip
 
-    fitted = np.exp(np.asarray(theta, dtype=np.float64)[: initial.size])
+    fitted = passes.weights_of(theta=theta, base=base, regularization=regularization)
     after = passes.scan(weights=fitted.astype(dtype), source=source, batching=batching)[0]
     return CalibrationFit(
         weights=fitted,
-        history=pd.DataFrame(rows, columns=["epoch", "loss", "share_within_10pct"]),
+        history=pd.DataFrame(rows, columns=HISTORY_COLUMNS),
         estimates_before=before.astype(np.float64),
         estimates_after=after.astype(np.float64),
         denominators=np.asarray(objective.denominators, dtype=np.float64),
         loss_before=float(objective.loss(before.astype(dtype))),
         loss_after=float(objective.loss(after.astype(dtype))),
+        penalty_after=regularization.penalty_of(weights=fitted, base=base),
         epoch_seconds=tuple(seconds),
     )
 
@@ -190,7 +166,7 @@ def validate_weights(weights: Any) -> np.ndarray:
 
 
 def check_columns(*, problem: TargetProblem, absolute: np.ndarray) -> None:
-    """Raise for non-finite and fitted all-zero columns of A; warn for excluded all-zero ones.
+    """Raise for non-finite and fitted all-zero columns of A; warn for held-out all-zero ones.
 
     ``absolute``: the column sums of |A|.
     """
@@ -201,23 +177,30 @@ def check_columns(*, problem: TargetProblem, absolute: np.ndarray) -> None:
                 "absolute sum overflows); fix the column the target sums or counts."
             )
             raise CalibrationError(msg)
-        if absolute[j] == 0 and problem.excluded[j]:
+        if absolute[j] == 0 and problem.held_out[j]:
             logger.warning(
-                "Excluded target %r: its estimate column is zero for every record.", name
+                "Held-out target %r: its estimate column is zero for every record.", name
             )
         elif absolute[j] == 0:
             msg = (
                 f"Target {name!r}: its estimate column is zero for every record, so no weights "
                 f"can move its estimate (0) toward the target {problem.values[j]:g}. Fix the "
-                "target's definition (column, label, age bin) or mark it excluded."
+                "target's definition (column, label, age bin) or mark it held out."
             )
             raise CalibrationError(msg)
 
 
 @functools.lru_cache(maxsize=16)
-def _adam(learning_rate: float) -> tuple[Any, Any]:
-    """Return Adam's jitted init and step for one learning rate (compiled once per shape)."""
-    optimizer = optax.adam(learning_rate)
+def _adam(learning_rate: float, final_share: float, epochs: int) -> tuple[Any, Any]:
+    """Return Adam's jitted init and step (learning rate constant or cosine-decayed)."""
+    schedule = (
+        learning_rate
+        if final_share == 1.0
+        else optax.cosine_decay_schedule(
+            init_value=learning_rate, decay_steps=max(epochs, 1), alpha=final_share
+        )
+    )
+    optimizer = optax.adam(schedule)
 
     @jax.jit
     def step(
@@ -227,7 +210,3 @@ def _adam(learning_rate: float) -> tuple[Any, Any]:
         return optax.apply_updates(theta, updates), state
 
     return jax.jit(optimizer.init), step
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

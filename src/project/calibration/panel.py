@@ -4,12 +4,17 @@ Contract: ``PanelEstimates.from_panel(panel=..., definitions=...)`` takes the pa
 ``SimulationResult.to_dataframe`` (one row per subject and period, any row order; it needs
 ``subject_id``, ``age`` and the columns the targets name) and the target definitions of
 ``targets.parse_targets``. Record i is the subject with the i-th smallest ``subject_id``
-(``subject_ids``). Calling it with ``(start, stop)`` returns the contributions of records
+(``subject_ids``), every subject of the panel included. Targets are statistics of the living:
+rows whose ``regime`` is in ``excluded_regimes`` (default ``("dead",)``: a regimes model keeps a
+dead subject's rows, with missing states) contribute nothing; a panel without a ``regime``
+column keeps every row. Calling it with ``(start, stop)`` returns the contributions of records
 ``start:stop`` as a float64 array of shape (stop - start, K):
 
-- ``sum``: the sum of ``column`` over the subject's rows with age_min <= age < age_max;
-- ``count``: the number of the subject's rows in that bin with ``column == label`` (a label of a
-  categorical, or a value that equals the label as text or as a number).
+- ``sum``: the sum of ``column`` over the subject's living rows with age_min <= age < age_max;
+- ``count``: the number of the subject's living rows in that bin with ``column == label`` (a
+  label of a categorical, or a value that equals the label as text or as a number). A count of
+  retirees uses the regime (``column`` ``regime``, ``label`` ``retired``), not the retirement
+  choice, which is missing once a subject has retired.
 
 A call touches only the rows of the requested subjects, so the N x K matrix is never built
 unless asked for with (0, N). NaN in a summed column inside a bin gives a NaN contribution,
@@ -28,6 +33,7 @@ from project.calibration.errors import CalibrationError
 from project.calibration.targets import TargetDefinition
 
 SHOWN = 10
+EXCLUDED_REGIMES = ("dead",)
 
 
 @dataclass(frozen=True)
@@ -51,9 +57,13 @@ class PanelEstimates:
 
     @classmethod
     def from_panel(
-        cls, *, panel: pd.DataFrame, definitions: Sequence[TargetDefinition]
+        cls,
+        *,
+        panel: pd.DataFrame,
+        definitions: Sequence[TargetDefinition],
+        excluded_regimes: Sequence[str] = EXCLUDED_REGIMES,
     ) -> PanelEstimates:
-        """Sort the panel by subject and prepare the columns the targets use."""
+        """Sort the panel by subject, drop the dead rows and prepare the targets' columns."""
         for needed in ("subject_id", "age"):
             if needed not in panel.columns:
                 msg = f"The panel needs a {needed!r} column; it has {list(panel.columns)}."
@@ -62,9 +72,13 @@ class PanelEstimates:
         if pd.isna(ids).any():
             msg = "The panel's subject_id column has missing values."
             raise CalibrationError(msg)
+        subject_ids = np.unique(ids)
+        panel = living_rows(panel=panel, excluded_regimes=excluded_regimes)
+        ids = panel["subject_id"].to_numpy()
         order = np.argsort(ids, kind="stable")
         sorted_ids = ids[order]
-        subject_ids, first = np.unique(sorted_ids, return_index=True)
+        # offsets[i]:offsets[i + 1] are the living rows of subject_ids[i] (possibly none)
+        first = np.searchsorted(sorted_ids, subject_ids, side="left")
         offsets = np.append(first, sorted_ids.size).astype(np.int64)
         ages = pd.to_numeric(panel["age"], errors="coerce").to_numpy(dtype=float)[order]
 
@@ -122,6 +136,17 @@ class PanelEstimates:
                 contribution = (in_bin[bounds] & (values == term.code)).astype(np.float64)
             out[:, j] = np.bincount(local, weights=contribution, minlength=stop - start)
         return out
+
+
+def living_rows(
+    *, panel: pd.DataFrame, excluded_regimes: Sequence[str] = EXCLUDED_REGIMES
+) -> pd.DataFrame:
+    """Return the rows whose ``regime`` is not excluded (all rows without a regime column)."""
+    if "regime" not in panel.columns or not len(excluded_regimes):
+        return panel
+    regime = panel["regime"]
+    excluded = regime.astype("string").isin([str(r) for r in excluded_regimes])
+    return panel.loc[~excluded.fillna(False).to_numpy(dtype=bool)]
 
 
 def _column(*, panel: pd.DataFrame, definition: TargetDefinition) -> pd.Series:

@@ -1,20 +1,23 @@
 """Batched passes over the records: the estimates S, the exact gradient and a scan of A.
 
 Contract: records are processed in batches of B = min(batch_size, N) rows (``None``: one batch
-of N); the last batch is padded with zero rows, and padded records carry no weight. Log-weights
-theta have length n_batches * B (entries past N are padding). In epoch e the effective weight of
-record i is the inverted-dropout weight
+of N); the last batch is padded with zero rows, and padded records carry base weight 0. The
+parameters theta have length n_batches * B (entries past N are padding). Record i's weight is
+``w_i = b_i * r(theta_i)`` with the base weight b_i and the bounded ratio r of ``regularize``;
+in epoch e its effective weight is the inverted-dropout weight
 
-    v_i = exp(theta_i) * m_i / (1 - p),   m_i ~ Bernoulli(1 - p) drawn with the key
+    v_i = w_i * m_i / (1 - p),   m_i ~ Bernoulli(1 - p) drawn with the key
     fold_in(fold_in(key(seed), e), i),
 
 so the mask depends only on (seed, epoch, record index), never on the batch size (p = 0: m = 1).
-``gradient`` makes two passes: pass 1 accumulates S = sum_i v_i A_i over batches, then
-c = dL/dS; pass 2 forms dL/dtheta_i = v_i * (A_i . c) batch by batch. That is the full-batch
-gradient up to float summation order, with O(B x K) memory beyond vectors of length N.
-``scan`` makes one pass without dropout: w @ A and the column sums of |A|. Sums over records
-are tree sums within chunks of rows (see ``_chunk_sums``); the dot A_i . c uses
-``Precision.HIGHEST`` (no TF32 on GPUs).
+The objective is ``L(S) + strength * sum_i b_i phi(r_i) / sum_i b_i`` (the penalty uses the
+weights w, not the dropped-out v). ``gradient`` makes two passes: pass 1 accumulates
+S = sum_i v_i A_i and the penalty sum over batches, then c = dL/dS; pass 2 forms the exact
+d/dtheta_i of ``v_i (A_i . c) + strength * b_i phi(r_i) / sum b`` batch by batch (autodiff of
+that separable surrogate). That is the full-batch gradient up to float summation order, with
+O(B x K) memory beyond vectors of length N. ``scan`` makes one pass without dropout: w @ A and
+the column sums of |A|. Sums over records are tree sums within chunks of rows (see
+``_chunk_sums``); the dot A_i . c uses ``Precision.HIGHEST`` (no TF32 on GPUs).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from project.calibration.objective import Objective
+from project.calibration.regularize import Regularization
 from project.calibration.source import EstimateSource
 
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -73,48 +77,96 @@ def dropout_mask(*, seed: int, epoch: int, start: int, stop: int, rate: float) -
     return np.asarray(_keep(epoch_key(seed=seed, epoch=epoch), indices, rate=rate))
 
 
+@dataclass(frozen=True)
+class Parameters:
+    """What turns theta into weights: base weights (padded), their sum, the regularisation."""
+
+    base: jnp.ndarray
+    base_total: float
+    regularization: Regularization
+
+    @property
+    def penalty_scale(self) -> float:
+        """Return strength / sum_i b_i, the factor of sum_i b_i phi(r_i) in the objective."""
+        return self.regularization.strength / self.base_total
+
+
+@dataclass(frozen=True)
+class Step:
+    """One epoch's objective at theta: fit loss, penalty, S, the gradient, targets within."""
+
+    fit_loss: jnp.ndarray
+    penalty: jnp.ndarray
+    estimates: jnp.ndarray
+    gradient: jnp.ndarray
+    within: jnp.ndarray
+
+    @property
+    def loss(self) -> jnp.ndarray:
+        """Return the objective: fit loss plus penalty."""
+        return self.fit_loss + self.penalty
+
+
+def weights_of(
+    *, theta: jnp.ndarray, base: np.ndarray, regularization: Regularization
+) -> np.ndarray:
+    """Return the weights b_i * r(theta_i) of the N records in float64 on the host."""
+    ratios = regularization.host_ratios(np.asarray(theta, dtype=np.float64)[: base.size])
+    return np.asarray(base, dtype=np.float64) * ratios
+
+
 def estimates(
     *,
     theta: jnp.ndarray,
+    parameters: Parameters,
     source: EstimateSource,
     batching: Batching,
     key: jax.Array,
     rate: float,
-) -> jnp.ndarray:
-    """Return S = sum_i v_i A_i, accumulated over batches (pass 1)."""
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return S = sum_i v_i A_i and sum_i b_i phi(r_i), accumulated over batches (pass 1)."""
     total = np.zeros(source.n_targets, dtype=theta.dtype)
+    divergence = np.zeros((), dtype=theta.dtype)
     for start, stop in batching.bounds:
         block = source.batch(start=start, stop=stop, rows=batching.rows)
-        total = _pass_estimates(
-            total, theta, block, start, key, batching.n_records, rows=batching.rows, rate=rate
-        )
+        total, divergence = _pass_estimates(
+            total, divergence, theta, parameters.base, block, start, key, batching.n_records,
+            rows=batching.rows, rate=rate, regularization=parameters.regularization,
+        )  # fmt: skip
         _bound_memory(result=total, batching=batching)
-    return total
+    return total, divergence
 
 
 def gradient(
     *,
     theta: jnp.ndarray,
+    parameters: Parameters,
     source: EstimateSource,
     batching: Batching,
     objective: Objective,
     key: jax.Array,
     rate: float,
-) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray, jnp.ndarray]:
-    """Return (loss, S, dL/dtheta, fitted targets within 10 %) from two passes."""
-    total = estimates(theta=theta, source=source, batching=batching, key=key, rate=rate)
-    loss, c, within = objective.assess(total)
+) -> Step:
+    """Return the objective at theta and its exact gradient from two passes."""
+    total, divergence = estimates(
+        theta=theta, parameters=parameters, source=source, batching=batching, key=key, rate=rate
+    )
+    fit_loss, c, within = objective.assess(total)
+    scale = jnp.asarray(parameters.penalty_scale, dtype=theta.dtype)
     parts = []
     for start, stop in batching.bounds:
         block = source.batch(start=start, stop=stop, rows=batching.rows)
-        parts.append(
-            _pass_gradient(
-                theta, block, start, key, batching.n_records, c, rows=batching.rows, rate=rate
-            )
-        )
+        part = _pass_gradient(
+            theta, parameters.base, block, start, key, batching.n_records, c, scale,
+            rows=batching.rows, rate=rate, regularization=parameters.regularization,
+        )  # fmt: skip
+        parts.append(part)
         _bound_memory(result=parts[-1], batching=batching)
     grad = parts[0] if len(parts) == 1 else jnp.concatenate(parts)
-    return loss, total, grad, within
+    return Step(
+        fit_loss=fit_loss, penalty=scale * divergence, estimates=total, gradient=grad,
+        within=within,
+    )  # fmt: skip
 
 
 def scan(
@@ -159,27 +211,33 @@ def _keep(key: jax.Array, indices: jnp.ndarray, *, rate: float) -> jnp.ndarray:
     return jax.vmap(one)(indices)
 
 
-def _effective_weights(
-    theta: jnp.ndarray,
+def _batch_weights(
+    part: jnp.ndarray,
+    base: jnp.ndarray,
     start: jnp.ndarray,
     key: jax.Array,
     n_records: jnp.ndarray,
     *,
     rows: int,
     rate: float,
-) -> jnp.ndarray:
+    regularization: Regularization,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return the effective weights v and the terms b_i phi(r_i) of one batch's theta."""
     indices = start + jnp.arange(rows)
-    part = jax.lax.dynamic_slice(theta, (start,), (rows,))
-    weights = jnp.where(indices < n_records, jnp.exp(part), 0.0)
+    ratios = regularization.ratios(part)
+    weights = jnp.where(indices < n_records, base * ratios, 0.0)
+    divergence = base * regularization.divergence(ratios)
     if rate > 0:
         weights = jnp.where(_keep(key, indices, rate=rate), weights / (1.0 - rate), 0.0)
-    return weights
+    return weights, divergence
 
 
-@partial(jax.jit, static_argnames=("rows", "rate"))
+@partial(jax.jit, static_argnames=("rows", "rate", "regularization"))
 def _pass_estimates(
     total: jnp.ndarray,
+    divergence: jnp.ndarray,
     theta: jnp.ndarray,
+    base: jnp.ndarray,
     block: jnp.ndarray,
     start: int,
     key: jax.Array,
@@ -187,25 +245,41 @@ def _pass_estimates(
     *,
     rows: int,
     rate: float,
-) -> jnp.ndarray:
-    weights = _effective_weights(theta, start, key, n_records, rows=rows, rate=rate)
-    return total + jnp.sum(_chunk_sums(weights, block), axis=0)
+    regularization: Regularization,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    part = jax.lax.dynamic_slice(theta, (start,), (rows,))
+    bases = jax.lax.dynamic_slice(base, (start,), (rows,))
+    weights, terms = _batch_weights(
+        part, bases, start, key, n_records, rows=rows, rate=rate, regularization=regularization
+    )
+    return total + jnp.sum(_chunk_sums(weights, block), axis=0), divergence + jnp.sum(terms)
 
 
-@partial(jax.jit, static_argnames=("rows", "rate"))
+@partial(jax.jit, static_argnames=("rows", "rate", "regularization"))
 def _pass_gradient(
     theta: jnp.ndarray,
+    base: jnp.ndarray,
     block: jnp.ndarray,
     start: int,
     key: jax.Array,
     n_records: int,
     c: jnp.ndarray,
+    scale: jnp.ndarray,
     *,
     rows: int,
     rate: float,
+    regularization: Regularization,
 ) -> jnp.ndarray:
-    weights = _effective_weights(theta, start, key, n_records, rows=rows, rate=rate)
-    return weights * jnp.matmul(block, c, precision=HIGHEST)
+    contributions = jnp.matmul(block, c, precision=HIGHEST)  # dL/dv_i = A_i . c
+    bases = jax.lax.dynamic_slice(base, (start,), (rows,))
+
+    def surrogate(part: jnp.ndarray) -> jnp.ndarray:
+        weights, terms = _batch_weights(
+            part, bases, start, key, n_records, rows=rows, rate=rate, regularization=regularization
+        )
+        return jnp.sum(weights * contributions) + scale * jnp.sum(terms)
+
+    return jax.grad(surrogate)(jax.lax.dynamic_slice(theta, (start,), (rows,)))
 
 
 @partial(jax.jit, static_argnames=("rows",))

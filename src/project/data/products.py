@@ -95,8 +95,9 @@ def moments_markdown(*, moments: pd.DataFrame, education: str, year: str | int, 
         f"# SCF moments by age group (Educ = {education}, YEAR = {year})",
         "",
         f"From `{source}` (sha256 {VENDORED['scf_wealth_income_stats'][1][:12]}...); see "
-        "data/README.md. Ages a-b are a to b inclusive. Var(mean) = sd^2 / N (simple random "
-        "sampling; SCF design effects and multiple imputation ignored).",
+        "data/README.md. Ages a-b are a to b inclusive. N: SCF records (five implicates per "
+        "household). Var(mean) = sd^2 / (N / 5), one observation per household (simple random "
+        "sampling; SCF design effects ignored).",
         "",
     ]
     header = ["Ages", "N", "Weighted count"]

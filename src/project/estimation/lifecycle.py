@@ -39,7 +39,9 @@ import pandas as pd
 
 from project.estimation.errors import EstimationError
 from project.model.spec import Model
+from project.regimes.spec import RegimeModel
 from project.simulation import simulate, validate_initial_conditions
+from project.simulation.initial import REGIME, validate_regime_initial_conditions
 from project.solver import solve
 
 logger = logging.getLogger("project.estimation")
@@ -67,7 +69,7 @@ def log_wealth_to_income(*, frame: pd.DataFrame, pension: float) -> pd.Series:
 
 def simulate_log_wealth_to_income(
     *,
-    model: Model,
+    model: Model | RegimeModel,
     params: Mapping[str, Any],
     initial_conditions: Mapping[str, Any] | pd.DataFrame,
     seed: int,
@@ -84,6 +86,9 @@ def simulate_log_wealth_to_income(
         log_level="off",
     )
     frame = result.to_dataframe(additional_targets=list(TARGETS), use_labels=False)
+    if isinstance(model, RegimeModel):  # moments of the living: drop the dead's rows
+        dead = [model.regime_names.index(name) for name in model.terminal]
+        frame = frame.loc[~frame[REGIME].isin(dead)]
     return pd.DataFrame(
         {
             "subject_id": frame["subject_id"].to_numpy(),
@@ -102,13 +107,22 @@ def age_group_means(
     return np.array([values[(ages > lo) & (ages <= hi)].mean() for lo, hi in age_groups])
 
 
+def subjects_per_group(
+    *, frame: pd.DataFrame, age_groups: Sequence[tuple[float, float]]
+) -> np.ndarray:
+    """Return how many distinct subjects have a row in each age group (of the living)."""
+    ages = frame["age"].to_numpy()
+    ids = frame["subject_id"].to_numpy()
+    return np.array([np.unique(ids[(ages > lo) & (ages <= hi)]).size for lo, hi in age_groups])
+
+
 class LifecycleMoments:
     """``simulate_moments(params)`` of the life-cycle model at fixed random numbers."""
 
     def __init__(
         self,
         *,
-        model: Model,
+        model: Model | RegimeModel,
         base_params: Mapping[str, Any],
         initial_conditions: Mapping[str, Any] | pd.DataFrame,
         seed: int,
@@ -119,9 +133,7 @@ class LifecycleMoments:
         _check_model(model=model, base_params=base_params, estimated=estimated)
         self.model = model
         self.base_params = dict(base_params)
-        self.initial_conditions = validate_initial_conditions(
-            model=model, initial_conditions=initial_conditions
-        )
+        self.initial_conditions = _validated(model=model, initial_conditions=initial_conditions)
         self.seed = seed
         self.age_groups = _check_age_groups(age_groups=age_groups, ages=tuple(model.ages))
         self.estimated = tuple(estimated)
@@ -168,7 +180,7 @@ class LifecycleMoments:
 
 def lifecycle_moment_simulator(
     *,
-    model: Model,
+    model: Model | RegimeModel,
     base_params: Mapping[str, Any],
     initial_conditions: Mapping[str, Any] | pd.DataFrame,
     seed: int,
@@ -193,9 +205,25 @@ def lifecycle_moment_simulator(
     )
 
 
-def _check_model(*, model: Model, base_params: Mapping[str, Any], estimated: Sequence[str]) -> None:
+def _validated(
+    *, model: Model | RegimeModel, initial_conditions: Mapping[str, Any] | pd.DataFrame
+) -> dict[str, np.ndarray]:
+    """Return the initial conditions as arrays, checked against the model (raises if invalid)."""
+    if not isinstance(model, RegimeModel):
+        return validate_initial_conditions(model=model, initial_conditions=initial_conditions)
+    validate_regime_initial_conditions(model=model, initial_conditions=initial_conditions)
+    if isinstance(initial_conditions, pd.DataFrame):
+        return {c: initial_conditions[c].to_numpy() for c in initial_conditions}
+    return {name: np.asarray(values) for name, values in initial_conditions.items()}
+
+
+def _check_model(
+    *, model: Model | RegimeModel, base_params: Mapping[str, Any], estimated: Sequence[str]
+) -> None:
     """Raise unless the model has what the moments need and the estimated params are scalars."""
-    missing = [f for f in TARGETS if f not in model.functions]
+    regimes = model.regimes.values() if isinstance(model, RegimeModel) else [model]
+    functions = {name for regime in regimes for name in regime.functions}
+    missing = [f for f in TARGETS if f not in functions]
     if missing or "wealth" not in model.states:
         msg = (
             f"Model {model.name!r} lacks {missing or ['the state wealth']}: the log wealth-to-"

@@ -161,6 +161,22 @@ def _survival_form(survival: bool | str) -> str:
     raise ModelSpecificationError(msg)
 
 
+def params_for(model: RegimeModel, *, female_share: float = 0.5) -> dict[str, Any]:
+    """Return the default params of a built model: exactly the params its options use.
+
+    Mortality and bequest params where the model has them; with life-table survival the
+    ``survival_probabilities`` of the model's ages from the vendored SSA table, mixing men and
+    women with ``female_share``.
+    """
+    template = model.params_template
+    defaults = dict(DEFAULT_PARAMS) | MORTALITY_PARAMS | BEQUEST_PARAMS
+    params = {name: value for name, value in defaults.items() if name in template}
+    if "survival_probabilities" in template:
+        ages = [int(age) for age in model.ages]
+        params |= life_table_params(ages=ages, female_share=female_share)
+    return {name: params[name] for name in sorted(params) if name in template}
+
+
 def life_table_params(*, ages: Sequence[int], female_share: float = 0.5) -> dict[str, Any]:
     """Return the default params with ``survival_probabilities`` from the vendored life table."""
     from project.data import survival_probabilities, verified_path  # noqa: PLC0415

@@ -12,6 +12,7 @@ regime lacks are missing (NaN for numbers, code -1 for categories: NA in the tab
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -202,7 +203,32 @@ class _Regimes:
         return actions, value, next_states, next_codes
 
 
+_DRAWS: weakref.WeakKeyDictionary[RegimeView, Callable[..., jax.Array]] = (
+    weakref.WeakKeyDictionary()
+)
+_TERMINAL_VALUES: weakref.WeakKeyDictionary[RegimeModel, dict[str, Callable[..., jax.Array]]] = (
+    weakref.WeakKeyDictionary()
+)
+"""The jitted regime draws and terminal values, built once per model (a repeated simulation,
+as in an estimation, reuses their compiled programs instead of tracing them again)."""
+
+
 def _regime_draw(view: RegimeView) -> Callable[..., jax.Array]:
+    """Return the jitted draw of next period's regime for a chunk of subjects (cached)."""
+    if view not in _DRAWS:
+        _DRAWS[view] = _build_regime_draw(view)
+    return _DRAWS[view]
+
+
+def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
+    """Return ``value(states, params)`` of a terminal regime, jitted once per model."""
+    values = _TERMINAL_VALUES.setdefault(model, {})
+    if regime not in values:
+        values[regime] = _build_terminal_value(model, regime)
+    return values[regime]
+
+
+def _build_regime_draw(view: RegimeView) -> Callable[..., jax.Array]:
     """Return the jitted draw of next period's regime for a chunk of subjects."""
     transition = compose(view, [REGIME_TRANSITION])
 
@@ -222,7 +248,7 @@ def _regime_draw(view: RegimeView) -> Callable[..., jax.Array]:
     return jax.jit(draw)
 
 
-def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
+def _build_terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
     """Return ``value(states, params)`` of a terminal regime for a chunk of subjects."""
     spec = model.terminal[regime]
 

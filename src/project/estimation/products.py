@@ -1,0 +1,99 @@
+"""Save an estimate as one verified directory product; load it back, verified.
+
+Contract: ``save_estimation(outcome, directory=...)`` publishes ``directory`` atomically (a
+content-named generation behind a link, ``project.persist.atomic``) holding
+
+- ``estimates.arrow``: one row per param (estimate, standard error, 95 % interval, start,
+  bounds, at_bound, converged), Arrow IPC (feather);
+- ``moments.arrow``: one row per moment (data, simulated, residual, standard errors, t, counts);
+- ``summary.json``: the variant, the J-test, convergence, evaluations, the warnings a reader must
+  see, each local search's objective and params (``searches``), the settings and the provenance
+  (the fingerprint of the inputs); the seconds it took go to the build log, so that equal
+  inputs give equal bytes;
+- ``COMPLETE.json``: every file's size and SHA-256 (``project.persist.manifest``), written last.
+
+``load_estimation(directory)`` checks every file against the marker before reading and raises
+``CheckpointError`` naming a damaged file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from project.estimation.variant import EstimationOutcome
+from project.persist.atomic import atomic_directory
+from project.persist.manifest import MARKER_NAME, verify_directory, write_marker
+
+KIND = "estimation"
+HINT = "Rebuild it: `uv run pytask` estimates a damaged estimation again."
+FILE_NAMES = {
+    "estimates": "estimates.arrow",
+    "moments": "moments.arrow",
+    "summary": "summary.json",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class SavedEstimation:
+    """An estimate read back from its product."""
+
+    estimates: pd.DataFrame
+    moments: pd.DataFrame
+    summary: dict[str, Any]
+
+    @property
+    def warnings(self) -> list[str]:
+        """Return the warnings recorded with the estimate."""
+        return list(self.summary["warnings"])
+
+
+def save_estimation(
+    outcome: EstimationOutcome, *, directory: Path, provenance: dict[str, Any] | None = None
+) -> Path:
+    """Publish ``outcome`` to ``directory`` atomically; return the marker's path.
+
+    ``provenance`` (e.g. the fingerprint of the inputs) is stored in the summary.
+    """
+    directory = Path(directory).absolute()
+    summary = {
+        "variant": outcome.variant,
+        **outcome.result.summary(),
+        "warnings": outcome.warnings,
+        "searches": outcome.searches,
+        "settings": outcome.settings,
+        "provenance": provenance or {},
+    }
+    with atomic_directory(
+        directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
+    ) as staging:
+        outcome.result.to_frame().to_feather(staging / FILE_NAMES["estimates"])
+        outcome.result.to_frame(table="moments").to_feather(staging / FILE_NAMES["moments"])
+        text = json.dumps(summary, indent=2, sort_keys=True, default=_plain) + "\n"
+        (staging / FILE_NAMES["summary"]).write_text(text)
+    return directory / MARKER_NAME
+
+
+def load_estimation(directory: Path) -> SavedEstimation:
+    """Return the estimate saved in ``directory`` after checking every file's digest."""
+    directory = Path(directory)
+    verify_directory(directory, kind=KIND, hint=HINT)
+    return SavedEstimation(
+        estimates=pd.read_feather(directory / FILE_NAMES["estimates"]),
+        moments=pd.read_feather(directory / FILE_NAMES["moments"]),
+        summary=json.loads((directory / FILE_NAMES["summary"]).read_text()),
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Return numpy scalars and tuples as JSON-friendly Python values."""
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, tuple | set):
+        return list(value)
+    msg = f"Cannot write {type(value).__name__} to the estimation summary."
+    raise TypeError(msg)
