@@ -735,3 +735,16 @@ def test_plot_estimation_fit_writes_png_and_pdf(tmp_path, saved_estimates):
     assert png.startswith(b"\x89PNG")
     assert pdf.startswith(b"%PDF")
     assert contents[0] == contents[1]  # deterministic
+
+
+def test_a_start_that_does_not_match_the_estimated_params_is_refused_before_any_solve():
+    """The start must name exactly the estimated params; checked before the model is used."""
+    settings = {"estimated": ("beta",), "start": {"crra": 2.0}}
+    with pytest.raises(EstimationError, match=r"start \['crra'\] must give exactly"):
+        estimate_variant(
+            model=None,
+            specification={"name": "tiny", "params": {}},
+            moments=pd.DataFrame(),
+            initial_distribution={},
+            settings=settings,
+        )

@@ -110,6 +110,12 @@ def estimate_variant(
     started = time.perf_counter()
     jax.config.update("jax_enable_x64", True)
     settings = dict(settings)
+    if set(settings["start"]) != set(settings["estimated"]):
+        msg = (
+            f"The estimation's start {sorted(settings['start'])} must give exactly the estimated "
+            f"params {list(settings['estimated'])}; fix ESTIMATION in src/project/config.py."
+        )
+        raise EstimationError(msg)
     groups = [(int(lo), int(hi)) for lo, hi in settings["age_groups"]]
     data = data_moments(moments=moments, age_groups=groups)
     initial = draw_initial_conditions(
@@ -126,12 +132,6 @@ def estimate_variant(
         age_groups=groups,
         estimated=tuple(settings["estimated"]),
     )
-    if set(settings["start"]) != set(settings["estimated"]):
-        msg = (
-            f"The estimation's start {sorted(settings['start'])} must give exactly the estimated "
-            f"params {list(settings['estimated'])}; fix ESTIMATION in src/project/config.py."
-        )
-        raise EstimationError(msg)
     # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
     # path, and on this objective the optimum it reaches, depends on the order of the params.
     start = {name: float(settings["start"][name]) for name in settings["estimated"]}
