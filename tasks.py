@@ -367,13 +367,14 @@ def task_estimation_report(
     from project.analysis.estimation import (
         estimates_table,
         estimation_notes,
+        j_test_notes,
         moment_fit_table,
         plot_estimation_fit,
     )
     from project.estimation.products import load_estimation
 
     estimates = {v: load_estimation(m.parent) for v, m in estimation_markers.items()}
-    notes = estimation_notes(estimates)
+    notes = j_test_notes(estimates) + estimation_notes(estimates)
     write_table(
         table=estimates_table(estimates),
         latex_path=produces["estimates_tex"],

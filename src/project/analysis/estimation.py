@@ -3,7 +3,8 @@
 ``estimates_table`` and ``moment_fit_table`` turn the saved estimates of every estimated
 variant into the paper's tables (``write_table`` writes them as LaTeX and Markdown; the arrow
 files in ``bld/<variant>/estimation/`` are the machine-readable copies); ``estimation_notes``
-lists the warnings recorded with the estimates, which the tables' captions repeat; and
+lists the warnings recorded with the estimates and ``j_test_notes`` the J-tests, which the
+estimates table's caption carries; and
 ``plot_estimation_fit`` draws model against data by age group with the data's 95 % bands.
 """
 
@@ -35,7 +36,10 @@ def age_label(moment: str) -> str:
 
 
 def estimates_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
-    """Return one row per variant and param: estimate, standard error and 95 % interval."""
+    """Return one row per variant and param: estimate, standard error and 95 % interval.
+
+    The J-test goes to the caption (``j_test_notes``), not into the columns of the estimates.
+    """
     rows = []
     for variant, saved in estimates.items():
         for row in saved.estimates.itertuples(index=False):
@@ -49,18 +53,6 @@ def estimates_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
                     "95% CI high": float(row.ci_upper),
                 }
             )
-        summary = saved.summary
-        j_p = summary["j_p_value"]
-        rows.append(
-            {
-                "Variant": style.display_name(variant),
-                "Parameter": f"J-test (dof {summary['j_dof']}): statistic, p-value",
-                "Estimate": float(summary["j_statistic"]),
-                "Std. error": float("nan") if j_p is None else float(j_p),
-                "95% CI low": float("nan"),
-                "95% CI high": float("nan"),
-            }
-        )
     return pd.DataFrame(rows)
 
 
@@ -81,6 +73,19 @@ def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
         for row in saved.moments.itertuples(index=False)
     ]
     return pd.DataFrame(rows)
+
+
+def j_test_notes(estimates: Mapping[str, SavedEstimation]) -> str:
+    """Return the J-test of each variant as one sentence ("" when none is over-identified)."""
+    notes = []
+    for variant, saved in estimates.items():
+        summary = saved.summary
+        if summary["j_dof"] > 0:
+            notes.append(
+                f"{style.display_name(variant)}: J = {summary['j_statistic']:.2f} with "
+                f"{summary['j_dof']} degrees of freedom, p = {summary['j_p_value']:.3g}."
+            )
+    return (" J-test of the over-identifying restrictions. " + " ".join(notes)) if notes else ""
 
 
 def estimation_notes(estimates: Mapping[str, SavedEstimation]) -> str:
