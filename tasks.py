@@ -105,8 +105,16 @@ DATA_SOURCES = [
     SRC / "persist" / "atomic.py",
 ]
 """The modules the data preparation runs (pytask does not follow imports)."""
-ESTIMATION_SOURCES = sorted((SRC / "estimation").glob("*.py"))
-"""The estimation's modules; its task also tracks the engine, simulation and persistence."""
+SOLVE_SOURCES = [*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE]
+"""What the solve task depends on and its fingerprint hashes."""
+ESTIMATE_SOURCES = [
+    *sorted((SRC / "estimation").glob("*.py")),
+    *ENGINE_SOURCES,
+    *SIMULATION_SOURCES,
+    *PERSIST_SOURCES,
+    PIPELINE_SOURCE,
+]
+"""What the estimation task depends on and its fingerprint hashes (it solves and simulates)."""
 ESTIMATION_REPORT_SOURCES = [
     SRC / "analysis" / n for n in ("estimation.py", "style.py", "tables.py")
 ]
@@ -190,9 +198,7 @@ for variant in VARIANTS.values():
     @task(id=variant.name)
     def task_solve(
         specification_file: Path = variant_dir / "model.json",
-        engine_sources: list[Path] = ENGINE_SOURCES,
-        persist_sources: list[Path] = PERSIST_SOURCES,
-        pipeline_source: Path = PIPELINE_SOURCE,
+        sources: list[Path] = SOLVE_SOURCES,
         produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date and intact)."""
@@ -201,7 +207,7 @@ for variant in VARIANTS.values():
         solve_variant(
             specification=json.loads(specification_file.read_text()),
             directory=produces.parent,
-            sources=[*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE],
+            sources=sources,
         )
 
     simulation_products = {"bundle": directory_product(variant_dir / "simulation" / MARKER_NAME)}
@@ -271,11 +277,7 @@ for variant in VARIANTS.values():
             distribution_json: str,
             specification_file: Path = variant_dir / "model.json",
             moments_file: Path = DATA_PRODUCTS["moments"],
-            estimation_sources: list[Path] = ESTIMATION_SOURCES,
-            engine_sources: list[Path] = ENGINE_SOURCES,
-            simulation_sources: list[Path] = SIMULATION_SOURCES,
-            persist_sources: list[Path] = PERSIST_SOURCES,
-            pipeline_source: Path = PIPELINE_SOURCE,
+            sources: list[Path] = ESTIMATE_SOURCES,
             produces: Path = directory_product(variant_dir / "estimation" / MARKER_NAME),
         ) -> None:
             """Estimate the variant's preferences from the SCF moments by MSM."""
@@ -287,13 +289,7 @@ for variant in VARIANTS.values():
                 initial_distribution=json.loads(distribution_json),
                 settings=json.loads(settings_json),
                 directory=produces.parent,
-                sources=[
-                    *ESTIMATION_SOURCES,
-                    *ENGINE_SOURCES,
-                    *SIMULATION_SOURCES,
-                    *PERSIST_SOURCES,
-                    PIPELINE_SOURCE,
-                ],
+                sources=sources,
             )
 
     @task(id=variant.name)

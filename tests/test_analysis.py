@@ -378,18 +378,18 @@ def regime_panel() -> pd.DataFrame:
 
 @pytest.mark.parametrize("as_text", [False, True])
 def test_living_drops_the_rows_of_the_dead(as_text):
-    from project.analysis.profiles import living
+    from project.calibration.panel import living_rows
 
     panel = regime_panel()
     if as_text:
         panel["regime"] = panel["regime"].astype(str)
-    alive = living(panel)
+    alive = living_rows(panel=panel)
     assert len(alive) == len(panel) - 4  # subject 1 at ages 53-56
     assert (alive["regime"].astype(str) != "dead").all()
     assert alive.loc[alive["subject_id"] == 1, "age"].tolist() == [50.0, 51.0, 52.0]
     pd.testing.assert_frame_equal(alive, panel.loc[panel["regime"].astype(str) != "dead"])
     without_regimes = hand_panel()
-    assert living(without_regimes) is without_regimes
+    assert living_rows(panel=without_regimes) is without_regimes
 
 
 def test_is_retired_counts_the_retired_regime_and_the_retirement_choice():

@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -145,7 +145,10 @@ def solve_variant(
     fingerprint is the expected one; a damaged one is logged and solved again.
     """
     expected = fingerprint(specification=specification, sources=sources)
-    if _intact_fingerprint(Path(directory)) == expected:
+    if (
+        _intact_fingerprint(Path(directory), read=_solution_fingerprint, again="Solving")
+        == expected
+    ):
         logger.info("Solution of %r is up to date; not solving again.", specification["name"])
         return False
     jax.config.update("jax_enable_x64", specification["x64"])
@@ -161,17 +164,33 @@ def solve_variant(
     return True
 
 
-def _intact_fingerprint(directory: Path) -> str | None:
-    """Return the fingerprint of the verified solution in ``directory`` (None: absent, damaged)."""
+def _intact_fingerprint(
+    directory: Path, *, read: Callable[[Path], str | None], again: str
+) -> str | None:
+    """Return the fingerprint ``read`` finds in the verified product (None: absent, damaged).
+
+    ``read`` verifies the product and raises ``CheckpointError`` when it is damaged, which is
+    logged ("<again> again: ...") so that the caller builds it again.
+    """
     if not (directory / MARKER_NAME).exists():  # never built (pytask made the empty folder)
         return None
     try:
-        verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
-        read_metadata(directory)
-        return read_provenance(directory).get("fingerprint")
+        return read(directory)
     except CheckpointError as error:
-        logger.warning("Solving again: %s", error)
+        logger.warning("%s again: %s", again, error)
         return None
+
+
+def _solution_fingerprint(directory: Path) -> str | None:
+    """Return the fingerprint of the solution in ``directory`` after verifying it."""
+    verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
+    read_metadata(directory)
+    return read_provenance(directory).get("fingerprint")
+
+
+def _estimation_fingerprint(directory: Path) -> str | None:
+    """Return the fingerprint of the estimate in ``directory`` after verifying it."""
+    return load_estimation(directory).summary["provenance"].get("fingerprint")
 
 
 def simulate_variant(
@@ -240,7 +259,8 @@ def estimate_variant_into(
         "moments": hashlib.sha256(Path(moments_file).read_bytes()).hexdigest(),
     }
     expected = fingerprint(specification=inputs, sources=sources)
-    if _intact_estimation_fingerprint(Path(directory)) == expected:
+    found = _intact_fingerprint(Path(directory), read=_estimation_fingerprint, again="Estimating")
+    if found == expected:
         logger.info("Estimate of %r is up to date; not estimating again.", specification["name"])
         return False
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
@@ -253,14 +273,3 @@ def estimate_variant_into(
     )
     save_estimation(outcome, directory=directory, provenance={"fingerprint": expected})
     return True
-
-
-def _intact_estimation_fingerprint(directory: Path) -> str | None:
-    """Return the fingerprint of the verified estimate in ``directory`` (None: absent, damaged)."""
-    if not (directory / MARKER_NAME).exists():
-        return None
-    try:
-        return load_estimation(directory).summary["provenance"].get("fingerprint")
-    except (CheckpointError, KeyError, ValueError) as error:
-        logger.warning("Estimating again: %s", error)
-        return None

@@ -12,7 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from project.analysis.profiles import is_retired, living
+from project.analysis.profiles import is_retired
+from project.calibration.panel import living_rows
 from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
 from project.errors import ParamsError
 from project.models import DEFAULT_TASTE_SHOCK_SCALES
@@ -155,7 +156,7 @@ def test_dcegm_and_grid_search_agree_on_the_baseline_within_the_consumption_step
 
 def profiles(panel):
     """Return mean wealth, consumption and share retired of the living by age."""
-    alive = living(panel)
+    alive = living_rows(panel=panel)
     return (
         alive.assign(retired=is_retired(alive))
         .groupby("age")[["wealth", "consumption", "retired"]]

@@ -3,8 +3,9 @@
 The panel is ``SimulationResult.to_dataframe()``: columns ``age``, ``wealth``, ``consumption``,
 ``retirement`` and ``pref_type`` at least. Discrete columns may be categoricals with labels
 ("retired") or integer codes (1 = retired); both are understood. A panel of a model with regimes
-has a ``regime`` column (labels): statistics are of the living (rows in regime "dead" are
-dropped), and a household is retired in regime "retired" or in the period it chooses to retire.
+has a ``regime`` column (labels): statistics are of the living (``living_rows`` of
+``project.calibration.panel`` drops the rows in regime "dead"), and a household is retired in
+regime "retired" or in the period it chooses to retire.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from project.calibration.panel import living_rows
+
 RETIRED_LABEL = "retired"
 RETIRED_CODE = 1
 REGIME_COLUMN = "regime"
-DEAD_LABEL = "dead"
 
 PROFILE_COLUMNS = ("mean_wealth", "median_wealth", "mean_consumption", "share_retired", "n")
 """Columns of ``lifecycle_profiles`` besides the grouping columns and ``age``."""
@@ -32,13 +34,6 @@ def retired_indicator(retirement: pd.Series) -> pd.Series:
     else:
         is_retired = retirement.astype(str) == RETIRED_LABEL
     return is_retired.astype(float)
-
-
-def living(panel: pd.DataFrame) -> pd.DataFrame:
-    """Return the rows of living households (all rows of a panel without a ``regime`` column)."""
-    if REGIME_COLUMN not in panel.columns:
-        return panel
-    return panel.loc[panel[REGIME_COLUMN].astype(str) != DEAD_LABEL]
 
 
 def is_retired(panel: pd.DataFrame) -> pd.Series:
@@ -65,7 +60,7 @@ def lifecycle_profiles(*, panel: pd.DataFrame, by: Sequence[str] = ()) -> pd.Dat
     """
     by = list(by)
     check_panel(panel, extra=by)
-    panel = living(panel)
+    panel = living_rows(panel=panel)
     frame = pd.DataFrame(
         {
             **{column: panel[column] for column in by},

@@ -19,9 +19,9 @@ from project.analysis.profiles import (
     age_bracket_start,
     check_panel,
     is_retired,
-    living,
 )
 from project.analysis.style import method_name
+from project.calibration.panel import living_rows
 from project.calibration.weighting import attach_weights
 
 BRACKET_WIDTH = 5
@@ -93,7 +93,7 @@ def summary_statistics(
     rows = []
     for variant, panel in panels.items():
         check_panel(panel)
-        alive = living(panel)
+        alive = living_rows(panel=panel)
         subject_weights = (weights or {}).get(variant)
         weight = (
             np.ones(len(alive))

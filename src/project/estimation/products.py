@@ -27,7 +27,12 @@ import pandas as pd
 
 from project.estimation.variant import EstimationOutcome
 from project.persist.atomic import atomic_directory
-from project.persist.manifest import MARKER_NAME, verify_directory, write_marker
+from project.persist.manifest import (
+    MARKER_NAME,
+    read_json_object,
+    verify_directory,
+    write_marker,
+)
 
 KIND = "estimation"
 HINT = "Rebuild it: `uv run pytask` estimates a damaged estimation again."
@@ -85,7 +90,12 @@ def load_estimation(directory: Path) -> SavedEstimation:
     return SavedEstimation(
         estimates=pd.read_feather(directory / FILE_NAMES["estimates"]),
         moments=pd.read_feather(directory / FILE_NAMES["moments"]),
-        summary=json.loads((directory / FILE_NAMES["summary"]).read_text()),
+        summary=read_json_object(
+            directory / FILE_NAMES["summary"],
+            kind=KIND,
+            hint=HINT,
+            required=("warnings", "provenance"),
+        ),
     )
 
 
