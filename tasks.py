@@ -2,27 +2,26 @@
 
 Per variant (see ``VARIANTS`` in src/project/config.py):
 
-- ``define_model`` writes the full model specification to ``bld/<variant>/model.json``;
-- ``solve`` solves it (by DC-EGM where its sizes give a savings grid, else by grid search) and
-  writes the solution to ``bld/<variant>/solution/`` (declared through its marker); its
-  ``metadata.json``, the simulation bundle's and the parameter table record the method;
-- ``simulate`` writes the simulation bundle to ``bld/<variant>/simulation/``; the default
-  variant's table is also copied to ``bld/simulated_data.arrow``;
-- ``calibrate`` reweights the simulated subjects to ``data/targets.csv``
-  (``bld/<variant>/calibration/``);
-- ``plot_policy_functions`` and ``plot_lifecycle_profiles`` write ``bld/figures/``.
+- ``define_model`` writes the full model specification to ``<bld>/<variant>/model.json``;
+- ``solve`` solves it (by DC-EGM where its sizes give a savings grid, else by grid search) into
+  ``<bld>/<variant>/solution/`` (declared through its marker);
+- ``simulate`` writes the simulation bundle to ``<bld>/<variant>/simulation/``; the default
+  variant's table is also copied to ``<bld>/simulated_data.arrow``;
+- ``calibrate`` reweights the simulated subjects to ``data/targets.csv``;
+- ``estimate`` (variants with ``estimate=True``) estimates preferences from the SCF by MSM;
+- the ``plot_*`` tasks write ``<bld>/figures/``.
 
-Once: ``prepare_data`` turns the vendored real data (``data/scf/``, ``data/life_tables/``, see
-data/README.md) into ``bld/data/scf_moments.arrow`` (with a Markdown copy) and
-``bld/data/survival.arrow``, as chosen by ``DATA`` in src/project/config.py.
+Once: ``prepare_data`` turns the vendored real data into ``<bld>/data/``. Across variants: the
+comparison figure, the tables (``<bld>/tables/``: LaTeX, Typst and Markdown), the validation
+of the solution method, the pension cut's welfare measure, the paper's numbers, the paper
+(``<bld>/paper/paper.pdf``, Typst) and the catalogue of every product (``<bld>/index.md``).
+``<bld>`` is ``bld/``, or ``bld/smoke/`` with ``PROJECT_PROFILE=smoke``.
 
-Across variants: ``plot_variant_comparison``, the tables in ``bld/tables/`` and the paper
-(``bld/paper/paper.pdf``, compiled with pytask-latex when ``latexmk`` is on PATH, else skipped).
-
-pytask reruns every task of this file when the file changes. The solve is fingerprinted (see
-``project.pipeline``), so such a rerun returns at once unless the model or the engine changed.
-Heavy modules (JAX, pandas, matplotlib) are imported inside the task bodies, so collecting the
-pipeline, and a no-op rebuild, stays fast.
+A task's state is its own source (``project.task_hooks``): editing one task reruns it and what
+depends on its products, nothing else. The modules a task runs are its dependencies
+(``project.task_sources``). The solve and the estimation are fingerprinted as well, so they
+return at once when their inputs did not change. Heavy modules (JAX, pandas, matplotlib) are
+imported inside the task bodies, so collecting the pipeline, and a no-op rebuild, stays fast.
 """
 
 from __future__ import annotations
@@ -30,94 +29,65 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-from concurrent.futures import Executor
 from dataclasses import asdict
 from pathlib import Path
 
-# Workers that share a GPU must not each preallocate most of its memory; set before JAX starts
-# (pytask-parallel's workers import this module too).
+from project.config import (
+    BLD,
+    CALIBRATION,
+    COMPILATION_CACHE,
+    DATA,
+    DEFAULT_VARIANT,
+    ESTIMATION,
+    GRID_CHECK,
+    PAPER,
+    ROOT,
+    VALIDATION_FACTORS,
+    VARIANTS,
+)
+
+# Workers that share a GPU must not each preallocate most of its memory; compiled programs are
+# cached on disk and reused by every process and build (project.config.COMPILATION_CACHE); set
+# before JAX starts (pytask-parallel's workers import this module too).
 os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(COMPILATION_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # dask's scheduler and workers log every start and stop at INFO: keep the build's output to
 # warnings and errors unless the user configured dask's logging themselves.
 os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 
-import pytask
 from pytask import PythonNode, task
-from pytask_latex import compilation_steps
 from pytask_parallel import ParallelBackend, registry
 
-from project.analysis.paper import paper_inputs, remove_latex_by_products
-from project.config import (
-    BLD,
-    CALIBRATION,
-    DATA,
-    DEFAULT_VARIANT,
-    ESTIMATION,
-    PAPER,
-    SLURM_CLUSTER,
-    SRC,
-    VARIANTS,
-)
+from project.analysis.paper import paper_inputs
+from project.cluster import slurm_executor
 from project.data.vendored import vendored_path
-from project.errors import ConfigurationError
 from project.logs import log_to_file
 from project.nodes import directory_product
 from project.persist import MARKER_NAME
-
-MODEL_SOURCES = [
-    *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
-    *(SRC / name for name in ("grids.py", "errors.py", "shocks.py", "taste_shocks.py")),
-    SRC / "regimes" / "spec.py",
-]
-ENGINE_SOURCES = [
-    *sorted(
-        p
-        for folder in ("model", "solver", "egm", "regimes", "models")
-        for p in (SRC / folder).rglob("*.py")
-    ),
-    *(
-        SRC / name
-        for name in (
-            "grids.py",
-            "points.py",
-            "devices.py",
-            "errors.py",
-            "shocks.py",
-            "taste_shocks.py",
-            "_xla.py",
-        )
-    ),
-]
-"""Every module the solve imports (the model, both solvers, the shared helpers)."""
-PERSIST_SOURCES = sorted((SRC / "persist").glob("*.py"))
-PIPELINE_SOURCE = SRC / "pipeline.py"
-SIMULATION_SOURCES = sorted((SRC / "simulation").glob("*.py"))
-FIGURE_SOURCES = [SRC / "analysis" / n for n in ("figures.py", "style.py", "profiles.py")]
-CALIBRATION_SOURCES = sorted((SRC / "calibration").glob("*.py"))
-TABLE_SOURCES = [
-    *(SRC / "analysis" / n for n in ("tables.py", "style.py", "profiles.py")),
-    SRC / "calibration" / "weighting.py",
-]
-DATA_SOURCES = [
-    *sorted((SRC / "data").glob("*.py")),
-    SRC / "errors.py",
-    SRC / "persist" / "atomic.py",
-]
-"""The modules the data preparation runs (pytask does not follow imports)."""
-SOLVE_SOURCES = [*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE]
-"""What the solve task depends on and its fingerprint hashes."""
-ESTIMATE_SOURCES = [
-    *sorted((SRC / "estimation").glob("*.py")),
-    *ENGINE_SOURCES,
-    *SIMULATION_SOURCES,
-    *PERSIST_SOURCES,
+from project.task_sources import (
+    CALIBRATION_SOURCES,
+    CATALOGUE_SOURCES,
+    DATA_SOURCES,
+    ENGINE_SOURCES,
+    ESTIMATE_SOURCES,
+    ESTIMATION_REPORT_SOURCES,
+    FIGURE_SOURCES,
+    MODEL_SOURCES,
+    NUMBERS_SOURCES,
+    PAPER_SOURCES,
+    PERSIST_SOURCES,
     PIPELINE_SOURCE,
-]
-"""What the estimation task depends on and its fingerprint hashes (it solves and simulates)."""
-ESTIMATION_REPORT_SOURCES = [
-    SRC / "analysis" / n for n in ("estimation.py", "style.py", "tables.py")
-]
+    SIMULATION_SOURCES,
+    SOLVE_SOURCES,
+    TABLE_SOURCES,
+    VALIDATION_SOURCES,
+    WELFARE_SOURCES,
+)
+
+__all__ = ["ENGINE_SOURCES", "PERSIST_SOURCES"]  # read by the tests
+
 DATA_PRODUCTS = {
     "moments": BLD / "data" / "scf_moments.arrow",
     "moments_markdown": BLD / "data" / "scf_moments.md",
@@ -133,27 +103,7 @@ logging.getLogger("project").setLevel(logging.INFO)
 log_to_file(BLD / "logs" / "build.log")  # every process of the build: main and workers
 
 
-def _slurm_executor(n_workers: int) -> Executor:
-    """Return a dask executor whose workers are SLURM jobs (``--parallel-backend custom``).
-
-    Needs the optional dependencies: ``uv sync --extra cluster``. Settings: ``SLURM_CLUSTER``
-    in src/project/config.py.
-    """
-    if shutil.which("sbatch") is None:
-        msg = (
-            "--parallel-backend custom starts SLURM jobs, but `sbatch` is not on PATH: run it "
-            "on a SLURM login node, or use `pytask -n K` (loky) on this machine."
-        )
-        raise ConfigurationError(msg)
-    from dask_jobqueue import SLURMCluster
-    from distributed import Client
-
-    cluster = SLURMCluster(**SLURM_CLUSTER)
-    cluster.scale(jobs=n_workers)
-    return Client(cluster).get_executor()
-
-
-registry.register_parallel_backend(ParallelBackend.CUSTOM, _slurm_executor)
+registry.register_parallel_backend(ParallelBackend.CUSTOM, slurm_executor)
 
 
 def _hashed(value: object) -> PythonNode:
@@ -165,12 +115,20 @@ def _hashed(value: object) -> PythonNode:
     return PythonNode(value=json.dumps(value, sort_keys=True), hash=True)
 
 
+DECLARED_FILES: list[Path] = []
+"""Every figure and table file declared below (the catalogue depends on all of them)."""
+
+
 def _figure_paths(stem: str) -> dict[str, Path]:
-    return {suffix: FIGURES / f"{stem}.{suffix}" for suffix in ("png", "pdf")}
+    paths = {suffix: FIGURES / f"{stem}.{suffix}" for suffix in ("png", "pdf")}
+    DECLARED_FILES.extend(paths.values())
+    return paths
 
 
 def _table_paths(stem: str) -> dict[str, Path]:
-    return {"tex": TABLES / f"{stem}.tex", "md": TABLES / f"{stem}.md"}
+    paths = {suffix: TABLES / f"{stem}.{suffix}" for suffix in ("tex", "typ", "md")}
+    DECLARED_FILES.extend(paths.values())
+    return paths
 
 
 for variant in VARIANTS.values():
@@ -183,7 +141,7 @@ for variant in VARIANTS.values():
     def task_define_model(
         variant_json: str,
         model_sources: list[Path] = MODEL_SOURCES,
-        pipeline_source: Path = SRC / "pipeline.py",
+        pipeline_source: Path = PIPELINE_SOURCE,
         life_table_file: Path = vendored_path("us_life_table"),
         data_sources: list[Path] = DATA_SOURCES,
         produces: Path = variant_dir / "model.json",
@@ -296,21 +254,29 @@ for variant in VARIANTS.values():
     def task_plot_policy_functions(
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
+        bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         analysis_sources: list[Path] = FIGURE_SOURCES,
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
-        """Plot V and optimal consumption against wealth by age and type."""
+        """Plot V and consumption against wealth by age and type, where subjects live."""
         from project.analysis import plot_policy_functions
-        from project.pipeline import load_variant_solution
+        from project.pipeline import load_panel, load_variant_solution
+        from project.provenance import product_provenance
 
-        solution = load_variant_solution(
-            specification=json.loads(specification_file.read_text()),
-            directory=solution_marker.parent,
+        specification = json.loads(specification_file.read_text())
+        plot_policy_functions(
+            solution=load_variant_solution(
+                specification=specification, directory=solution_marker.parent
+            ),
+            panel=load_panel(bundle_marker=bundle_marker),
+            variant=specification["name"],
+            paths=produces,
+            provenance=product_provenance(config=specification),
         )
-        plot_policy_functions(solution=solution, paths=produces)
 
-    @task(id=variant.name)
+    @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
     def task_plot_lifecycle_profiles(
+        settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         analysis_sources: list[Path] = FIGURE_SOURCES,
         variant_name: str = variant.name,
@@ -319,9 +285,35 @@ for variant in VARIANTS.values():
         """Plot wealth, consumption and retirement by age and type."""
         from project.analysis import plot_lifecycle_profiles
         from project.pipeline import load_panel
+        from project.provenance import product_provenance
 
+        settings = json.loads(settings_json)
         plot_lifecycle_profiles(
-            panel=load_panel(bundle_marker=bundle_marker), variant=variant_name, paths=produces
+            panel=load_panel(bundle_marker=bundle_marker),
+            variant=variant_name,
+            paths=produces,
+            provenance=product_provenance(config=settings, seed=settings["seed"]),
+        )
+
+    @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
+    def task_plot_retirement_policy(
+        settings_json: str,
+        bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
+        analysis_sources: list[Path] = FIGURE_SOURCES,
+        variant_name: str = variant.name,
+        produces: dict[str, Path] = _figure_paths(f"retirement_policy_{variant.name}"),
+    ) -> None:
+        """Plot the share of workers who retire by age and wealth, by type."""
+        from project.analysis import plot_retirement_policy
+        from project.pipeline import load_panel
+        from project.provenance import product_provenance
+
+        settings = json.loads(settings_json)
+        plot_retirement_policy(
+            panel=load_panel(bundle_marker=bundle_marker),
+            variant=variant_name,
+            paths=produces,
+            provenance=product_provenance(config=settings, seed=settings["seed"]),
         )
 
 
@@ -344,8 +336,16 @@ ESTIMATION_MARKERS = {
     for v, variant in VARIANTS.items()
     if variant.estimate
 }
-
-
+BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
+SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
+SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
+CALIBRATION_MARKERS = {
+    v: directory_product(BLD / v / "calibration" / MARKER_NAME) for v in VARIANTS
+}
+RESULTS = {
+    "validation": BLD / "results" / "validation.json",
+    "welfare": BLD / "results" / "welfare.json",
+}
 ESTIMATION_REPORT_PRODUCTS = {
     **{f"estimates_{k}": p for k, p in _table_paths("estimates").items()},
     **{f"moment_fit_{k}": p for k, p in _table_paths("moment_fit").items()},
@@ -353,54 +353,24 @@ ESTIMATION_REPORT_PRODUCTS = {
 }
 
 
+@task(kwargs={"settings_json": _hashed(asdict(ESTIMATION))})
 def task_estimation_report(
+    settings_json: str,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
     analysis_sources: list[Path] = ESTIMATION_REPORT_SOURCES,
     produces: dict[str, Path] = ESTIMATION_REPORT_PRODUCTS,
 ) -> None:
     """Tabulate the estimates and the moment fit; plot model against SCF data by age."""
-    from project.analysis import write_table
-    from project.analysis.estimation import (
-        estimates_table,
-        estimation_notes,
-        j_test_notes,
-        moment_fit_table,
-        plot_estimation_fit,
-    )
+    from project.analysis.estimation import write_estimation_report
     from project.estimation.products import load_estimation
+    from project.provenance import product_provenance
 
-    estimates = {v: load_estimation(m.parent) for v, m in estimation_markers.items()}
-    notes = j_test_notes(estimates) + estimation_notes(estimates)
-    write_table(
-        table=estimates_table(estimates),
-        latex_path=produces["estimates_tex"],
-        markdown_path=produces["estimates_md"],
-        label="tab:estimates",
-        caption="Preferences estimated by simulated moments from SCF wealth-to-income ratios "
-        "(standard errors include the simulation noise)." + notes,
-        group_column="Variant",
-        formats={"Estimate": "{:.4f}", "Std. error": "{:.4f}"},
+    settings = json.loads(settings_json)
+    write_estimation_report(
+        estimates={v: load_estimation(m.parent) for v, m in estimation_markers.items()},
+        paths=produces,
+        provenance=product_provenance(config=settings, seed=settings["seed"]),
     )
-    write_table(
-        table=moment_fit_table(estimates),
-        latex_path=produces["moment_fit_tex"],
-        markdown_path=produces["moment_fit_md"],
-        label="tab:moment_fit",
-        caption="Mean log wealth-to-income by age group: SCF data and the model at the estimates",
-        group_column="Variant",
-        formats={"Data s.e.": "{:.4f}"},
-    )
-    plot_estimation_fit(
-        estimates=estimates,
-        paths={
-            k.removeprefix("figure_"): p for k, p in produces.items() if k.startswith("figure_")
-        },
-    )
-
-
-BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
-SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
-SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
 
 
 def task_plot_variant_comparison(
@@ -408,40 +378,48 @@ def task_plot_variant_comparison(
     analysis_sources: list[Path] = FIGURE_SOURCES,
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
-    """Compare retirement, consumption and wealth profiles across variants."""
+    """Compare retirement, consumption and wealth profiles across variants, by type."""
     from project.analysis import plot_variant_comparison
     from project.pipeline import load_panel
+    from project.provenance import product_provenance
 
-    panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
-    plot_variant_comparison(panels=panels, paths=produces)
+    plot_variant_comparison(
+        panels={v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()},
+        paths=produces,
+        provenance=product_provenance(config=sorted(bundle_markers)),
+    )
 
 
-CALIBRATION_MARKERS = {
-    v: directory_product(BLD / v / "calibration" / MARKER_NAME) for v in VARIANTS
+SUMMARY_TABLES = {
+    "summary_statistics": _table_paths("summary_statistics"),
+    "retirement_age": _table_paths("retirement_age"),
 }
+GRID_SOLUTION_MARKERS = {k: m for k, m in SOLUTION_MARKERS.items() if k == GRID_CHECK}
+"""The grid-search check's solution (absent in the smoke profile)."""
+VALIDATION_PRODUCTS = {"result": RESULTS["validation"], **_table_paths("validation")}
 
 
-def task_summary_statistics_table(
+@task(kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
+def task_summary_tables(
+    settings_json: str,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
+    specification_files: dict[str, Path] = SPECIFICATIONS,
     analysis_sources: list[Path] = TABLE_SOURCES,
-    produces: dict[str, Path] = _table_paths("summary_statistics"),
+    produces: dict[str, dict[str, Path]] = SUMMARY_TABLES,
 ) -> None:
-    """Tabulate simulated outcomes by variant and age bracket, weighted by the calibration."""
-    from project.analysis import summary_statistics, write_table
+    """Tabulate the living's outcomes and retirement ages by variant and type (weighted)."""
+    from project.analysis.tables import write_summary_tables
     from project.calibration import load_calibration
     from project.pipeline import load_panel
+    from project.provenance import product_provenance
 
-    panels = {v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()}
-    weights = {v: load_calibration(m.parent).weights for v, m in calibration_markers.items()}
-    write_table(
-        table=summary_statistics(panels=panels, weights=weights),
-        latex_path=produces["tex"],
-        markdown_path=produces["md"],
-        label="tab:summary_statistics",
-        caption="Simulated outcomes of the living by variant and age bracket (means weighted by "
-        "the calibrated subject weights; N: subject-years)",
-        group_column="Variant",
+    write_summary_tables(
+        panels={v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()},
+        weights={v: load_calibration(m.parent).weights for v, m in calibration_markers.items()},
+        specifications={v: json.loads(p.read_text()) for v, p in specification_files.items()},
+        paths=produces,
+        provenance=product_provenance(config=json.loads(settings_json)),
     )
 
 
@@ -452,34 +430,137 @@ def task_parameter_table(
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
     """Tabulate the model parameters, grid sizes and solution method of every variant."""
-    from project.analysis import parameter_table, write_table
+    from project.analysis.tables import write_parameter_table
     from project.pipeline import solution_method
+    from project.provenance import product_provenance
 
     specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
-    methods = {v: solution_method(directory=m.parent) for v, m in solution_markers.items()}
-    write_table(
-        table=parameter_table(specifications=specifications, methods=methods),
-        label="tab:parameters",
-        latex_path=produces["tex"],
-        markdown_path=produces["md"],
-        caption="Model parameters, grid sizes and solution method by variant",
-        font_size="footnotesize",
+    write_parameter_table(
+        specifications=specifications,
+        methods={v: solution_method(directory=m.parent) for v, m in solution_markers.items()},
+        paths=produces,
+        provenance=product_provenance(config=specifications),
     )
 
 
-@pytask.mark.skipif(
-    shutil.which("latexmk") is None,
-    reason="latexmk is not on PATH: install TeX Live and latexmk to build the paper",
-)
-@pytask.mark.latex(
-    script=PAPER / "paper.tex",
-    document=BLD / "paper" / "paper.pdf",
-    compilation_steps=[
-        compilation_steps.latexmk(
-            options=("--pdf", "--interaction=nonstopmode", "--halt-on-error", "--cd", "--silent")
-        ),
-        lambda path_to_tex, path_to_document: remove_latex_by_products(path_to_document),
-    ],
-)
-def task_compile_paper(inputs: dict[str, Path] = paper_inputs(bld=BLD)) -> None:
-    """Compile the paper from the generated figures and tables."""
+@task(kwargs={"factors_json": _hashed(VALIDATION_FACTORS)})
+def task_validate_solution_method(
+    factors_json: str,
+    specification_file: Path = SPECIFICATIONS[DEFAULT_VARIANT],
+    solution_marker: Path = SOLUTION_MARKERS[DEFAULT_VARIANT],
+    grid_markers: dict[str, Path] = GRID_SOLUTION_MARKERS,
+    sources: list[Path] = VALIDATION_SOURCES,
+    produces: dict[str, Path] = VALIDATION_PRODUCTS,
+) -> None:
+    """Measure the method's accuracy: analytical oracle, Euler errors, grid convergence."""
+    from project.analysis.validation import write_validation
+    from project.provenance import product_provenance
+
+    specification = json.loads(specification_file.read_text())
+    write_validation(
+        specification=specification,
+        solution_directory=solution_marker.parent,
+        grid_solution_directory=grid_markers[GRID_CHECK].parent if grid_markers else None,
+        factors=json.loads(factors_json),
+        paths=produces,
+        provenance=product_provenance(config=specification),
+    )
+
+
+def task_welfare(
+    specification_files: dict[str, Path] = SPECIFICATIONS,
+    solution_markers: dict[str, Path] = SOLUTION_MARKERS,
+    bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    sources: list[Path] = WELFARE_SOURCES,
+    produces: Path = RESULTS["welfare"],
+) -> None:
+    """Measure the pension cut's welfare effect as a consumption equivalent."""
+    from project.analysis.welfare import write_welfare
+    from project.provenance import product_provenance
+
+    specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
+    write_welfare(
+        specifications=specifications,
+        solution_directories={v: m.parent for v, m in solution_markers.items()},
+        bundle_directories={v: m.parent for v, m in bundle_markers.items()},
+        path=produces,
+        provenance=product_provenance(config=specifications),
+    )
+
+
+@task(kwargs={"female_share": _hashed(DATA.female_share)})
+def task_paper_numbers(
+    female_share: str,
+    specification_files: dict[str, Path] = SPECIFICATIONS,
+    solution_markers: dict[str, Path] = SOLUTION_MARKERS,
+    estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
+    calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
+    bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    results: dict[str, Path] = RESULTS,
+    sources: list[Path] = NUMBERS_SOURCES,
+    produces: Path = BLD / "paper" / "numbers.json",
+) -> None:
+    """Write every number and result sentence of the paper, from the products."""
+    from project.analysis.numbers import write_paper_numbers
+
+    write_paper_numbers(
+        specification_files=specification_files,
+        solution_directories={v: m.parent for v, m in solution_markers.items()},
+        estimation_directories={v: m.parent for v, m in estimation_markers.items()},
+        calibration_directories={v: m.parent for v, m in calibration_markers.items()},
+        bundle_directories={v: m.parent for v, m in bundle_markers.items()},
+        results=results,
+        female_share=json.loads(female_share),
+        path=produces,
+    )
+
+
+def task_compile_paper(
+    inputs: dict[str, Path] = paper_inputs(bld=BLD),
+    sources: list[Path] = PAPER_SOURCES,
+    produces: Path = BLD / "paper" / "paper.pdf",
+) -> None:
+    """Compile the paper (Typst) from the generated numbers, figures and tables."""
+    from project.analysis.paper import compile_paper
+
+    compile_paper(source=PAPER / "paper.typ", document=produces, bld=BLD, root=ROOT)
+
+
+CATALOGUE = {
+    "simulated_data.arrow": "The default variant's simulated panel (one row per subject and year).",
+    "*/model.json": "A variant's full specification: model, grid sizes and points, params.",
+    "*/solution": "A variant's solution (orbax checkpoint, metadata, marker with digests).",
+    "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
+    "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",
+    "*/calibration": "A variant's calibrated weights, targets before/after and diagnostics.",
+    "data/*": "Real data prepared for estimation: SCF moments and survival (data/README.md).",
+    "figures/*": "A figure of the paper (PNG and PDF).",
+    "tables/*": "A table of the paper (LaTeX, Typst and Markdown).",
+    "results/validation.json": "The solution method's measured accuracy.",
+    "results/welfare.json": "The pension cut's consumption-equivalent welfare effect.",
+    "paper/numbers.json": "Every number and result sentence of the paper.",
+    "paper/paper.pdf": "The paper.",
+}
+"""What the catalogue (``<bld>/index.md``) says each product is (patterns relative to ``<bld>``)."""
+
+
+@task(kwargs={"descriptions": _hashed(CATALOGUE)})
+def task_catalogue(
+    descriptions: str,
+    paper: Path = BLD / "paper" / "paper.pdf",
+    figures_and_tables: list[Path] = DECLARED_FILES,
+    results: dict[str, Path] = RESULTS,
+    specification_files: dict[str, Path] = SPECIFICATIONS,
+    default_table: Path = BLD / "simulated_data.arrow",
+    bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
+    estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
+    solution_markers: dict[str, Path] = SOLUTION_MARKERS,
+    data_products: dict[str, Path] = DATA_PRODUCTS,
+    sources: list[Path] = CATALOGUE_SOURCES,
+    produces: Path = BLD / "index.md",
+) -> None:
+    """List every product with its description, size and checksum; embed the figures."""
+    from project.catalogue import write_catalogue
+
+    write_catalogue(bld=BLD, products=json.loads(descriptions), path=produces)

@@ -13,6 +13,7 @@ import textwrap
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+import pyarrow.feather
 import pytest
 
 import project.persist.bundle as bundle_module
@@ -20,6 +21,7 @@ from project import CheckpointError, ModelSpecificationError, solve
 from project.models import lifecycle
 from project.persist import load_bundle, save_bundle
 from project.persist.manifest import write_marker
+from project.provenance import product_provenance, read_arrow_provenance
 from project.simulation import draw_initial_conditions, simulate
 
 MARKER = bundle_module.MARKER_NAME
@@ -148,6 +150,18 @@ def test_saving_twice_gives_identical_bytes(result, saved, tmp_path):
     assert {TABLE, "metadata.json"} <= set(marker["files"])
 
 
+def test_metadata_and_table_record_the_same_provenance(result, saved, tmp_path):
+    metadata = json.loads((saved / "metadata.json").read_text())
+    recorded = metadata["provenance"]
+    assert read_arrow_provenance(saved / TABLE) == recorded
+    settings = {k: v for k, v in metadata.items() if k not in {"versions", "provenance"}}
+    assert recorded == product_provenance(config=settings, seed=7)
+    given = {"commit": "given", "seed": "7"}
+    save_bundle(result=result, directory=tmp_path / "given", provenance=given)
+    assert read_arrow_provenance(tmp_path / "given" / TABLE) == given
+    assert load_bundle(directory=tmp_path / "given").seed == 7
+
+
 def test_marker_changes_when_the_content_changes(result, saved, tmp_path):
     columns = dict(result.columns, value=result.columns["value"] + 1)
     save_bundle(result=dataclasses.replace(result, columns=columns), directory=tmp_path / "changed")
@@ -174,7 +188,7 @@ def test_failure_mid_save_keeps_the_previous_bundle(result, bundle_copy, monkeyp
     def broken_write(*args, **kwargs):
         raise OSError("disk full")
 
-    monkeypatch.setattr(bundle_module.feather, "write_feather", broken_write)
+    monkeypatch.setattr(pyarrow.feather, "write_feather", broken_write)
     changed = dataclasses.replace(result, seed=99)
     with pytest.raises(OSError, match="disk full"):
         save_bundle(result=changed, directory=bundle_copy)

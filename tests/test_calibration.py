@@ -30,12 +30,13 @@ from project.calibration import (
     targets_for_variant,
     weighted_mean,
 )
-from project.calibration.products import FILE_NAMES
+from project.calibration.products import FILE_NAMES, loss_figure
 from project.calibration.regularize import Regularization
 from project.calibration.source import EstimateSource
 from project.calibration.synthetic import synthetic_targets, target_estimates, truth_weights
 from project.errors import CheckpointError, ProjectError
 from project.persist.manifest import write_marker
+from project.provenance import read_arrow_provenance
 
 ROOT = Path(__file__).resolve().parents[1]
 N, K = 50, 6
@@ -445,10 +446,31 @@ def test_calibrate_from_panel_and_products(tmp_path):
     loaded = load_calibration(tmp_path / "a" / "calibration")
     pd.testing.assert_frame_equal(loaded.weights, outcome.weights)
     pd.testing.assert_frame_equal(loaded.table, outcome.table, check_dtype=False)
+    provenance = loaded.summary.pop("provenance")
     assert loaded.summary == json.loads(json.dumps(outcome.summary()))
+    assert provenance["seed"] == str(outcome.settings["seed"])
+    assert read_arrow_provenance(tmp_path / "a" / "calibration" / FILE_NAMES["weights"]) == (
+        provenance
+    )
+    assert json.dumps(provenance, sort_keys=True).encode() in written[0][FILE_NAMES["figure"]]
     assert loaded.warnings == list(outcome.warnings)
     assert written[0][FILE_NAMES["figure"]].startswith(b"\x89PNG")
     assert b"| wealth_all |" in written[0][FILE_NAMES["table_markdown"]]
+
+
+def test_the_loss_figure_speaks_plainly_and_names_the_variant():
+    outcome = calibrate_from_panel(
+        panel=_panel(), targets=_targets(), settings={"learning_rate": RATE, "epochs": 5}
+    )
+    axes = loss_figure(outcome, variant="low_pension").axes[0]
+    assert axes.get_title() == "Low pension: reweighting the simulated subjects to the targets"
+    labels = axes.get_legend_handles_labels()[1]
+    assert labels[0] == "Distance to targets"
+    assert not [label for label in labels if {"loss", "entropy"} & set(label.lower().split())]
+    assert axes.get_xlabel() == "Optimisation step"
+    assert axes.get_ylabel().startswith("Mean squared miss, in tolerances")
+    plain = loss_figure(outcome).axes[0]
+    assert plain.get_title() == "Reweighting the simulated subjects to the targets"
 
 
 def test_a_damaged_calibration_is_refused_naming_the_file(tmp_path):

@@ -33,6 +33,7 @@ from project.estimation.variant import (
 from project.models import lifecycle, lifecycle_regimes
 from project.persist.atomic import MARKER_NAME
 from project.persist.manifest import product_files
+from project.provenance import read_arrow_provenance
 from project.simulation import draw_initial_conditions, simulate
 
 SIZES = {
@@ -510,7 +511,11 @@ def test_save_and_load_roundtrip(tmp_path, at_bound):
     pd.testing.assert_frame_equal(saved.moments, at_bound.to_frame(table="moments"))
     assert saved.warnings == outcome.warnings
     assert saved.summary["variant"] == "baseline"
-    assert saved.summary["provenance"] == {"fingerprint": "f"}
+    assert saved.summary["provenance"]["fingerprint"] == "f"
+    assert saved.summary["provenance"]["seed"] == "3"
+    for name in ("estimates", "moments"):
+        recorded = read_arrow_provenance(tmp_path / "est" / f"{name}.arrow")
+        assert recorded == saved.summary["provenance"]
     assert saved.summary["params_at_bound"] == ["crra"]
     assert saved.summary["settings"] == {
         "estimated": ["crra", "beta"],
@@ -651,12 +656,17 @@ def test_estimates_table_has_a_row_per_param_and_variant(saved_estimates):
         "Parameter",
         "Estimate",
         "Std. error",
-        "95% CI low",
-        "95% CI high",
+        "CI lower",
+        "CI upper",
     ]
     assert len(table) == 2 * 2
-    assert table["Variant"].tolist() == ["baseline"] * 2 + ["low pension"] * 2
-    assert table["Parameter"].tolist()[:2] == ["relative risk aversion", "discount factor"]
+    assert table["Variant"].tolist() == ["Baseline"] * 2 + ["Low pension"] * 2
+    labels = table["Parameter"].tolist()[:2]
+    assert [str(label) for label in labels] == ["Relative risk aversion γ", "Discount factor β"]  # noqa: RUF001
+    assert [label.typst for label in labels] == [
+        "Relative risk aversion $gamma$",
+        "Discount factor $beta$",
+    ]
     for block, saved in zip((0, 2), saved_estimates.values(), strict=True):
         np.testing.assert_array_equal(
             table["Estimate"].iloc[block : block + 2], saved.estimates["estimate"]
@@ -673,8 +683,8 @@ def test_the_j_tests_go_to_the_caption(saved_estimates):
     notes = j_test_notes(saved_estimates)
     for variant, saved in saved_estimates.items():
         summary = saved.summary
-        name = variant.replace("_", " ")
-        expected = f"{name}: J = {summary['j_statistic']:.2f} with {summary['j_dof']} degrees"
+        name = {"baseline": "Baseline", "low_pension": "Low pension"}[variant]
+        expected = f"{name}: J = {summary['j_statistic']:.2f} with {summary['j_dof']} degree"
         assert expected in notes
 
 
@@ -699,11 +709,11 @@ def test_moment_fit_table_has_a_row_per_moment_and_variant(saved_estimates):
 
     table = moment_fit_table(saved_estimates)
     assert len(table) == 2 * len(MOMENT_NAMES)
-    assert table["Ages"].tolist() == ["51-55", "56-60", "61-65", "66-70"] * 2
+    assert table["Ages"].tolist() == ["51–55", "56–60", "61–65", "66–70"] * 2  # noqa: RUF001
     np.testing.assert_allclose(table["Difference"], table["Model"] - table["Data"])
-    assert table["SCF households"].tolist() == [100, 200, 300, 400] * 2
+    assert table["N"].tolist() == [100, 200, 300, 400] * 2
     moments = saved_estimates["low_pension"].moments
-    np.testing.assert_array_equal(table["Data s.e."].iloc[4:], moments["data_std_error"])
+    np.testing.assert_array_equal(table["s.e."].iloc[4:], moments["data_std_error"])
     np.testing.assert_array_equal(table["t"].iloc[4:], moments["t_stat"])
 
 
@@ -716,14 +726,18 @@ def test_age_label():
 
 def test_estimation_notes_repeat_the_warnings(saved_estimates):
     from project.analysis.estimation import estimation_notes
+    from project.analysis.notation import with_plain_parameters
 
     notes = estimation_notes(saved_estimates)
     warnings = saved_estimates["low_pension"].warnings
     assert warnings
     for warning in warnings:
-        assert warning in notes
-    assert "low pension:" in notes
-    assert "baseline" not in notes  # no warnings, no note
+        assert with_plain_parameters(warning) in notes
+    assert any("crra" in warning for warning in warnings)  # crra is at its bound
+    assert "crra" not in notes  # printed as its symbol
+    assert "γ" in notes  # noqa: RUF001
+    assert "Low pension:" in notes
+    assert "Baseline" not in notes  # no warnings, no note
     assert estimation_notes({"baseline": saved_estimates["baseline"]}) == ""
 
 

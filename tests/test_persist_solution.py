@@ -15,6 +15,7 @@ from project import CheckpointError, solve
 from project.models import precautionary
 from project.persist import MARKER_NAME, atomic_directory, load_solution, save_solution
 from project.persist.manifest import write_marker
+from project.provenance import product_provenance
 
 
 def _published(directory):
@@ -151,3 +152,18 @@ def test_marker_bytes_change_exactly_when_the_arrays_change(solved, tmp_path):
     other = solve(model=model, params=dict(precautionary.DEFAULT_PARAMS, beta=0.9))
     save_solution(solution=other, directory=tmp_path / "three")
     assert (tmp_path / "three" / MARKER_NAME).read_bytes() != marker_one
+
+
+def test_provenance_json_records_how_the_solution_was_made(solved, tmp_path):
+    """Commit, config digest and versions, with the caller's fingerprint; not in the content."""
+    _, solution = solved
+    save_solution(solution=solution, directory=tmp_path / "a", provenance={"fingerprint": "f"})
+    save_solution(solution=solution, directory=tmp_path / "b", provenance={"commit": "another"})
+    recorded = solution_module.read_provenance(tmp_path / "a")
+    metadata = json.loads((tmp_path / "a" / "metadata.json").read_text())
+    settings = {k: v for k, v in metadata.items() if k != "versions"}
+    assert recorded == {**product_provenance(config=settings), "fingerprint": "f"}
+    assert solution_module.read_provenance(tmp_path / "b")["commit"] == "another"
+    markers = [json.loads((tmp_path / d / MARKER_NAME).read_text()) for d in ("a", "b")]
+    assert markers[0]["content_sha256"] == markers[1]["content_sha256"]
+    assert markers[0]["sha256"] != markers[1]["sha256"]

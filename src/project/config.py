@@ -15,10 +15,28 @@ from typing import Any
 
 from project.errors import ConfigurationError
 
+PROFILE = os.environ.get("PROJECT_PROFILE", "default")
+"""``default``: the paper's sizes; ``smoke``: tiny grids and panels that build in seconds."""
+
+if PROFILE not in {"default", "smoke"}:
+    msg = (
+        f"PROJECT_PROFILE must be 'default' or 'smoke', got {PROFILE!r}. Unset it for the "
+        "paper's sizes or set PROJECT_PROFILE=smoke for a tiny build."
+    )
+    raise ConfigurationError(msg)
+
 SRC = Path(__file__).parent.resolve()
 ROOT = SRC.parents[1]
-BLD = ROOT / "bld"
+BLD = ROOT / "bld" if PROFILE == "default" else ROOT / "bld" / PROFILE
+"""The build root: ``bld/`` for the paper, ``bld/smoke/`` for the smoke profile, which keeps its
+own pytask state there too (``project.task_hooks``), so the two never overwrite each other."""
 PAPER = ROOT / "paper"
+COMPILATION_CACHE = (
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "project" / "jax"
+)
+"""JAX's persistent compilation cache for the build (set by tasks.py unless
+``JAX_COMPILATION_CACHE_DIR`` is set): compiled programs are reused across processes and builds,
+as uv reuses its downloads. Outside ``bld/``, so a clean build still profits; safe to delete."""
 
 
 @dataclass(frozen=True)
@@ -80,16 +98,6 @@ class Variant:
 SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-PROFILE = os.environ.get("PROJECT_PROFILE", "default")
-"""``default``: the paper's sizes; ``smoke``: tiny grids and panels that build in seconds."""
-
-if PROFILE not in {"default", "smoke"}:
-    msg = (
-        f"PROJECT_PROFILE must be 'default' or 'smoke', got {PROFILE!r}. Unset it for the "
-        "paper's sizes or set PROJECT_PROFILE=smoke for a tiny build."
-    )
-    raise ConfigurationError(msg)
-
 SIZES: dict[str, int | bool | str] = (
     {"n_wealth": 100, "n_consumption": 100, "n_periods": 30, "n_savings": 200}
     if PROFILE == "default"
@@ -108,7 +116,7 @@ SIMULATION = (
 CALIBRATION: dict[str, Any] = {
     "targets": ROOT / "data" / ("targets.csv" if PROFILE == "default" else "targets_smoke.csv"),
     "settings": {
-        "epochs": 1000,
+        "epochs": 1000 if PROFILE == "default" else 300,
         "learning_rate": 0.01,
         "seed": 0,
         "dropout": 0.0,
@@ -190,22 +198,30 @@ ESTIMATION = (
         age_groups=((60, 65), (65, 70)),
         n_subjects=400,
         n_starts=1,
-        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 10},
+        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 4},
     )
 )
 """The estimation's choices (``project.estimation.variant``). The smoke model covers ages 63-70
 only, where risk aversion barely moves wealth: the smoke build estimates the discount factor."""
 
+VALIDATION_FACTORS: tuple[int, ...] = (2, 4) if PROFILE == "default" else (2,)
+"""The grid-convergence check solves the baseline with its savings grid this many times finer
+(``project.analysis.validation``)."""
+
 DEFAULT_VARIANT = "baseline"
+GRID_CHECK = "baseline_grid"
+"""The variant that solves the baseline by grid search (the validation compares it)."""
 
 VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in (
         Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
         Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION, params={"pension": 0.3}),
-        # The baseline solved by grid search: a cross-check of DC-EGM, not an economic variant.
+        # The baseline solved by grid search: a cross-check of DC-EGM, not an economic variant
+        # (left out of the smoke profile, which must build in seconds).
         Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION, estimate=False),
     )
+    if PROFILE == "default" or variant.name != GRID_CHECK
 }
 
 SLURM_CLUSTER: dict[str, Any] = {

@@ -58,3 +58,7 @@ class ConfigurationError(ProjectError, ValueError):
 
 class DataError(ProjectError, ValueError):
     """A data file is missing, altered or malformed."""
+
+
+class PaperError(ProjectError, RuntimeError):
+    """The paper did not compile: a missing generated input, a broken reference, a Typst error."""

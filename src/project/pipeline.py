@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,7 @@ from project.persist.solution import (
     read_provenance,
     save_solution,
 )
+from project.provenance import PROVENANCE_KEY, product_provenance, without_provenance
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
 from project.solver import Solution, solve
 from project.taste_shocks import TASTE_SHOCK_SCALE
@@ -97,20 +98,54 @@ def simulation_specification(variant: Variant) -> dict[str, Any]:
     return asdict(variant.simulation)
 
 
-def write_json_if_changed(*, content: dict[str, Any], path: Path) -> bool:
-    """Write ``content`` as sorted JSON unless the file already holds it; return if written."""
-    text = json.dumps(content, indent=2, sort_keys=True) + "\n"
-    if path.exists() and path.read_text() == text:
+def write_json_if_changed(
+    *, content: dict[str, Any], path: Path, provenance: Mapping[str, str] | None = None
+) -> bool:
+    """Write ``content`` and its provenance as sorted JSON unless unchanged; return if written.
+
+    The ``"provenance"`` entry (``provenance``, default ``product_provenance`` of ``content``)
+    is left out of the comparison, so a new commit alone rewrites nothing (and reruns nothing
+    downstream); a file without one (an older build) is rewritten once.
+    """
+    path = Path(path)
+    bare = without_provenance(content)
+    try:
+        recorded = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        recorded = None
+    if (
+        isinstance(recorded, dict)
+        and isinstance(recorded.get(PROVENANCE_KEY), dict)
+        and json.dumps(without_provenance(recorded), sort_keys=True)
+        == json.dumps(bare, sort_keys=True)
+    ):
         return False
-    write_bytes_atomically(path, text.encode())
+    if provenance is None:
+        provenance = product_provenance(config=bare)
+    text = json.dumps({**bare, PROVENANCE_KEY: dict(provenance)}, indent=2, sort_keys=True)
+    write_bytes_atomically(path, (text + "\n").encode())
     return True
 
 
 def build_variant_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
-    """Return the shipped model ``model`` built with ``sizes``.
+    """Return the shipped model ``model`` built with ``sizes`` (one object per process).
 
-    Raises ``ConfigurationError`` for an unknown model or size name, naming the known ones.
+    Models are immutable, and JAX keeps a model's compiled programs with the model object: the
+    same object for the same model, sizes and precision lets every task of a serial build (the
+    solve, the simulation, the estimation, the validation, the welfare measure) reuse them
+    instead of tracing them again. Raises ``ConfigurationError`` for an unknown model or size
+    name, naming the known ones.
     """
+    key = (model, json.dumps(sizes, sort_keys=True), bool(jax.config.jax_enable_x64))
+    if key not in _MODELS:
+        _MODELS[key] = _build_model(model=model, sizes=sizes)
+    return _MODELS[key]
+
+
+_MODELS: dict[tuple[str, str, bool], Model] = {}
+
+
+def _build_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
     if model not in MODEL_BUILDERS:
         msg = f"Unknown model {model!r} in a variant; shipped models: {sorted(MODEL_BUILDERS)}."
         raise ConfigurationError(msg)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from project.config import VARIANTS
+from project.analysis.paper import paper_headings
+from project.config import GRID_CHECK, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
@@ -36,10 +37,13 @@ VARIANT_TASKS = (
     "simulate",
     "plot_policy_functions",
     "plot_lifecycle_profiles",
+    "plot_retirement_policy",
 )
-PAPER_PDF = Path("bld/paper/paper.pdf")
-ALL_VARIANTS = tuple(VARIANTS)
-"""baseline, low_pension and baseline_grid (the baseline by grid search)."""
+BLD = Path("bld/smoke")
+"""The smoke profile's build root (relative to the project)."""
+PAPER_PDF = BLD / "paper" / "paper.pdf"
+ALL_VARIANTS = tuple(name for name in VARIANTS if name != GRID_CHECK)
+"""baseline and low_pension: the smoke profile leaves out the grid-search check."""
 ESTIMATED = tuple(name for name, variant in VARIANTS.items() if variant.estimate)
 """The variants whose preferences the pipeline estimates (not the grid-search cross-check)."""
 
@@ -100,9 +104,10 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-NOT_PRODUCTS = ("benchmarks", "logs")
-"""Folders of bld/ that hold no build products: benchmark results and the build's log (times
-and process ids; the README lists it as the one file under bld/ that differs between builds)."""
+NOT_PRODUCTS = ("benchmarks", "logs", "pytask.lock")
+"""Entries of the build root that are no build products: benchmark results, the build's log
+(times and process ids; the README lists it as the one file that differs between builds) and
+pytask's lock file (its state, not a product)."""
 
 
 def product_digests(root: Path) -> dict[str, str]:
@@ -112,12 +117,12 @@ def product_digests(root: Path) -> dict[str, str]:
     reached through their links; other hidden entries would be leftovers.
     """
     digests = {}
-    for directory, folders, files in os.walk(root / "bld", followlinks=True):
+    for directory, folders, files in os.walk(root / BLD, followlinks=True):
         folders[:] = sorted(f for f in folders if not f.startswith("."))
         for name in sorted(files):
             path = Path(directory) / name
             relative = path.relative_to(root)
-            if relative.parts[1] in NOT_PRODUCTS:
+            if relative.relative_to(BLD).parts[0] in NOT_PRODUCTS:
                 continue
             digests[str(relative)] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests
@@ -125,11 +130,13 @@ def product_digests(root: Path) -> dict[str, str]:
 
 def hidden_entries(root: Path) -> list[str]:
     """Return hidden entries in bld/ and its folders that are no product's current generation."""
-    bld = root / "bld"
+    bld = root / BLD
     folders = [bld, *(p for p in bld.iterdir() if p.is_dir() and not p.name.startswith("."))]
     found = []
     for folder in folders:
         for path in sorted(folder.glob(".*")):
+            if folder == bld and path.name == ".pytask":  # pytask's own state
+                continue
             product = folder / path.name[1:].split(".")[0]
             if not (product.is_symlink() and product.resolve() == path.resolve()):
                 found.append(str(path.relative_to(root)))
@@ -196,61 +203,129 @@ def serial_build(tmp_path_factory):
 
 def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     root, first, _ = serial_build
-    assert all(outcome in {"SUCCESS", "SKIP"} for outcome in first.values()), first
+    bld = root / BLD
+    assert all(outcome == "SUCCESS" for outcome in first.values()), first
+    assert not (root / "bld" / "baseline").exists()  # the smoke profile keeps to its own root
+    assert (bld / "pytask.lock").exists() and not (root / "pytask.lock").exists()
     for variant in ALL_VARIANTS:
         assert variant_chain(variant) <= executed(first)
-        assert (root / "bld" / variant / "solution" / "COMPLETE.json").exists()
-        method = "grid" if variant == "baseline_grid" else "dcegm"
+        assert (bld / variant / "solution" / "COMPLETE.json").exists()
         for product in ("solution", "simulation"):
-            metadata = json.loads((root / "bld" / variant / product / "metadata.json").read_text())
-            assert metadata["method"] == method, (variant, product)
-    method_row = (root / "bld/tables/parameters.md").read_text().splitlines()[-1]
-    assert method_row == "| method | solution method | DC-EGM | DC-EGM | grid search |"
-    table = pd.read_feather(root / "bld" / "simulated_data.arrow")
+            metadata = json.loads((bld / variant / product / "metadata.json").read_text())
+            assert metadata["method"] == "dcegm", (variant, product)
+    assert sorted(p.parent.name for p in bld.glob("*/model.json")) == sorted(ALL_VARIANTS)
+    method_row = (bld / "tables/parameters.md").read_text().splitlines()[-1]
+    assert method_row.split("|")[1:-1] == [" Solution method ", " DC-EGM ", " DC-EGM "]
+    table = pd.read_feather(bld / "simulated_data.arrow")
     assert {"subject_id", "period", "age", "wealth", "consumption"} <= set(table.columns)
     assert table["retirement"].dtype == "category"
-    if shutil.which("latexmk"):
-        assert first["task_compile_paper"] == "SUCCESS"
-        assert (root / PAPER_PDF).stat().st_size > 10_000
-        assert [p.name for p in (root / PAPER_PDF).parent.iterdir()] == ["paper.pdf"]
-    else:
-        assert first["task_compile_paper"] == "SKIP"
     assert "dead" in set(table["regime"].astype(str))  # life-table deaths are recorded
     assert ESTIMATED == ("baseline", "low_pension")
     for variant in ESTIMATED:
-        estimation = root / "bld" / variant / "estimation"
+        estimation = bld / variant / "estimation"
         estimates = pd.read_feather(estimation / "estimates.arrow")
         assert list(estimates["param"]) == ["beta"]  # the smoke profile estimates beta
         assert estimates["std_error"].gt(0).all()
         summary = json.loads((estimation / "summary.json").read_text())
         assert summary["provenance"]["fingerprint"] and "warnings" in summary
-    for product in ("tables/estimates.tex", "tables/moment_fit.md", "figures/estimation_fit.png"):
-        assert (root / "bld" / product).stat().st_size > 0, product
-    log = (root / "bld/logs/build.log").read_text()
+    for product in ("tables/estimates.typ", "tables/moment_fit.md", "figures/estimation_fit.png"):
+        assert (bld / product).stat().st_size > 0, product
+    log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log
+    index = (bld / "index.md").read_text()
+    assert "paper/paper.pdf" in index and "![" in index
+
+
+def _leaves(tree: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(tree, dict):
+        return {
+            k: v for key, sub in tree.items() for k, v in _leaves(sub, f"{prefix}.{key}").items()
+        }
+    return {prefix.lstrip("."): tree}
+
+
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def test_the_paper_states_the_numbers_of_the_products(serial_build):
+    """Every number the paper prints is the products' number, and is in the PDF."""
+    import re
+
+    from pypdf import PdfReader
+
+    from project.analysis.numbers import number, percent
+
+    root, _, _ = serial_build
+    bld = root / BLD
+    assert (root / PAPER_PDF).stat().st_size > 50_000
+    headings = paper_headings(source=root / "paper/paper.typ", bld=bld, root=root)
+    assert headings == [
+        "Introduction",
+        "Model",
+        "Solution method and its accuracy",
+        "Data and estimation",
+        "Results",
+        "Counterfactual: a pension cut",
+        "Robustness",
+        "Provenance",
+        "References",
+    ]
+    numbers = json.loads((bld / "paper/numbers.json").read_text())
+    pdf = _squeezed(" ".join(page.extract_text() for page in PdfReader(root / PAPER_PDF).pages))
+    used = set(re.findall(r"#n\.([a-z_.]+[a-z_])", (root / "paper/paper.typ").read_text()))
+    leaves = _leaves(numbers)
+    for key in sorted(used):
+        values = [v for k, v in leaves.items() if k == key or k.startswith(key + ".")]
+        assert values, f"paper.typ uses n.{key}, which numbers.json lacks"
+        for value in values:
+            if isinstance(value, str) and not key.startswith("provenance.keywords"):
+                for figure in re.findall(r"\u2212?\d[\d,.]*", value) or [value]:
+                    assert _squeezed(figure) in pdf, (key, figure)
+    for variant in ESTIMATED:
+        estimates = pd.read_feather(bld / variant / "estimation/estimates.arrow")
+        beta = float(estimates.set_index("param").loc["beta", "estimate"])
+        assert numbers["est"][variant]["beta"] == number(beta, decimals=4)
+        summary = json.loads((bld / variant / "estimation/summary.json").read_text())
+        assert numbers["est"][variant]["j"] == number(summary["j_statistic"], decimals=2)
+    welfare = json.loads((bld / "results/welfare.json").read_text())
+    assert f"\u03bb = {percent(welfare['lambda'], decimals=2)}" in numbers["text"]["welfare"]
+    retirement = (bld / "tables/retirement_age.md").read_text()
+    for variant in ALL_VARIANTS:
+        for age in numbers["results"][variant].values():
+            assert f"| {age} |" in retirement
+    metadata = PdfReader(root / PAPER_PDF).metadata
+    assert "commit=" in metadata["/Keywords"] and "jax=" in metadata["/Keywords"]
 
 
 def test_incremental_contract(serial_build):
     root, _, _ = serial_build
-    paper = {"task_compile_paper"} if shutil.which("latexmk") else set()
+    bld = root / BLD
 
     # No change: nothing runs.
     assert executed(build(root)) == set()
 
-    # Figure code: only figure tasks (and the paper) rerun.
+    # Figure code: only figure tasks rerun (the paper and catalogue only if bytes changed).
     edit(root / "src/project/analysis/figures.py", '"""', '"""Edited. ')
     figures = {
-        t
+        f"task_{t}[{v}]"
         for v in ALL_VARIANTS
-        for t in (f"task_plot_policy_functions[{v}]", f"task_plot_lifecycle_profiles[{v}]")
-    }
+        for t in ("plot_policy_functions", "plot_lifecycle_profiles", "plot_retirement_policy")
+    } | {"task_plot_variant_comparison"}
     ran = executed(build(root))
-    assert (
-        figures | {"task_plot_variant_comparison"}
-        <= ran
-        <= figures | {"task_plot_variant_comparison", *paper}
+    assert figures <= ran <= figures | {"task_compile_paper", "task_catalogue"}
+
+    # One task's code in tasks.py: that task alone reruns (same products: nothing downstream).
+    edit(
+        root / "tasks.py",
+        '"""Compare retirement, consumption and wealth profiles across variants, by type."""',
+        '"""Compare retirement, consumption and wealth profiles across variants (edited)."""',
     )
+    assert executed(build(root)) == {"task_plot_variant_comparison"}
+    # The declaration's prose, outside every task: nothing reruns.
+    edit(root / "tasks.py", '"""The pipeline, declared', '"""The pipeline (edited), declared')
+    assert executed(build(root)) == set()
 
     # A simulation setting (the seed): simulate and downstream rerun, the solves do not.
     edit(root / "src/project/config.py", "seed: int = 20_261_122", "seed: int = 7")
@@ -267,40 +342,44 @@ def test_incremental_contract(serial_build):
         "task_solve[low_pension]",
         "task_simulate[low_pension]",
     } <= ran
-    assert not {t for t in ran if t.endswith(("[baseline]", "[baseline_grid]"))}
-    specification = json.loads((root / "bld/low_pension/model.json").read_text())
+    assert not {t for t in ran if t.endswith("[baseline]")}
+    specification = json.loads((bld / "low_pension/model.json").read_text())
     assert specification["params"]["pension"] == 0.25
-    baseline = json.loads((root / "bld/baseline/model.json").read_text())
+    baseline = json.loads((bld / "baseline/model.json").read_text())
     assert baseline["params"]["pension"] == 0.45
 
-    # Solver source: the solves and the estimations (which solve) rerun; identical outputs
-    # stop everything downstream. The estimates record the new fingerprint of their inputs, so
-    # the estimation report reruns too, and writes the same tables and figure.
+    # Solver source: the tasks that solve rerun (solves, estimations, validation, welfare);
+    # identical outputs stop everything downstream. The estimates record the new fingerprint
+    # of their inputs, so their readers rerun too, and write the same tables and numbers.
     edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
     tables = product_digests(root)
     ran = executed(build(root))
     assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {
         f"task_estimate[{v}]" for v in ESTIMATED
-    } | {"task_estimation_report"}
+    } | {
+        "task_estimation_report",
+        "task_validate_solution_method",
+        "task_welfare",
+        "task_paper_numbers",  # reads the estimates, which record the new fingerprint
+        "task_catalogue",  # lists the estimates' new checksums
+    }
     after = product_digests(root)
-    reported = ("bld/tables/", "bld/figures/")  # the solutions record their new fingerprint too
+    reported = (f"{BLD}/tables/", f"{BLD}/figures/", f"{BLD}/paper/", f"{BLD}/results/")
     assert {k: v for k, v in after.items() if k.startswith(reported)} == {
         k: v for k, v in tables.items() if k.startswith(reported)
     }
 
-    # Editing the pipeline declaration reruns its tasks, but the fingerprinted solves return
-    # at once without solving (their log says so) and their products stay untouched.
-    marker = root / "bld/baseline/solution/COMPLETE.json"
+    # The solve task's own code: its tasks rerun, but the fingerprinted solves return at once
+    # without solving and their products stay untouched.
+    marker = bld / "baseline/solution/COMPLETE.json"
     before = marker.stat().st_mtime_ns
-    edit(root / "tasks.py", '"""The pipeline, declared', '"""The pipeline (edited), declared')
-    specification_file = root / "bld/baseline/model.json"
-    specification_before = specification_file.stat().st_mtime_ns
-    ran = executed(build(root, expression="solve"))
-    solves = {f"task_solve[{v}]" for v in ALL_VARIANTS}
-    definitions = {f"task_define_model[{v}]" for v in ALL_VARIANTS}
-    assert solves <= ran <= solves | definitions
+    edit(
+        root / "tasks.py",
+        '"""Solve the variant and save V and the policy',
+        '"""Solve the variant (edited) and save V and the policy',
+    )
+    assert executed(build(root)) == {f"task_solve[{v}]" for v in ALL_VARIANTS}
     assert marker.stat().st_mtime_ns == before
-    assert specification_file.stat().st_mtime_ns == specification_before
 
 
 def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build, tmp_path):
@@ -333,7 +412,7 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     build(root)  # the previous test ends on a partial build (only the solves)
     assert executed(build(root)) == set()
     before = product_digests(root)
-    bld = root / "bld"
+    bld = root / BLD
     array_files = [p for p in (bld / "baseline/solution/arrays").rglob("*") if p.is_file()]
     largest = max(array_files, key=lambda p: p.stat().st_size)
     data = bytearray(largest.read_bytes())
@@ -344,8 +423,10 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
     (bld / "low_pension/simulation/COMPLETE.json").write_text("")
     (bld / "simulated_data.arrow").write_bytes(b"")
-    metadata = bld / "baseline_grid/solution/metadata.json"
+    metadata = bld / "low_pension/solution/metadata.json"
     metadata.write_text(metadata.read_text().replace('"float', '"float1', 1))
+    paper = bld / "paper/paper.pdf"
+    paper.write_bytes(paper.read_bytes()[:-10])  # a truncated PDF: its digest tells
     weights = bld / "baseline/calibration/calibrated_weights.arrow"
     weights.write_bytes(weights.read_bytes()[:-100])  # single files: pytask hashes their content
     figure = bld / "figures/variant_comparison.png"
@@ -358,7 +439,8 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
         "task_solve[baseline]",
         "task_simulate[baseline]",
         "task_simulate[low_pension]",
-        "task_solve[baseline_grid]",
+        "task_solve[low_pension]",
+        "task_compile_paper",
         "task_calibrate[baseline]",
         "task_plot_variant_comparison",
         "task_estimate[low_pension]",

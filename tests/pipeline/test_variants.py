@@ -234,7 +234,7 @@ def test_the_slurm_backend_fails_at_once_without_sbatch():
     script = (
         "import shutil, sys; sys.path.insert(0, '.'); shutil.which = lambda name: None\n"
         "import tasks\n"
-        "tasks._slurm_executor(2)\n"
+        "tasks.slurm_executor(2)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script],

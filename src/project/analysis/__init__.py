@@ -4,10 +4,15 @@ from project._lazy import lazy_exports
 
 _EXPORTS = {
     **dict.fromkeys(
-        ("plot_lifecycle_profiles", "plot_policy_functions", "plot_variant_comparison"),
+        (
+            "plot_lifecycle_profiles",
+            "plot_policy_functions",
+            "plot_retirement_policy",
+            "plot_variant_comparison",
+        ),
         "project.analysis.figures",
     ),
-    "lifecycle_profiles": "project.analysis.profiles",
+    **dict.fromkeys(("lifecycle_profiles", "retirement_hazard"), "project.analysis.profiles"),
     **dict.fromkeys(
         ("parameter_table", "summary_statistics", "write_table"), "project.analysis.tables"
     ),
@@ -17,7 +22,9 @@ __all__ = [
     "parameter_table",
     "plot_lifecycle_profiles",
     "plot_policy_functions",
+    "plot_retirement_policy",
     "plot_variant_comparison",
+    "retirement_hazard",
     "summary_statistics",
     "write_table",
 ]

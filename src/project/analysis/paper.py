@@ -1,52 +1,123 @@
-"""What paper/paper.tex reads and how it is compiled (for the pipeline's paper task).
+"""Compile the paper (Typst, through the ``typst`` Python package) from the generated files.
 
-The paper compiles in ``paper/`` and reads the generated files through relative paths
-(``../bld/figures/<name>.pdf``, ``../bld/tables/<name>.tex``); the PDF goes to ``bld/paper/``.
+``paper/paper.typ`` reads, relative to the repository root and the build root ``bld``:
+``<bld>/paper/numbers.json`` (every number of the text, ``project.analysis.numbers``),
+``<bld>/figures/<stem>.pdf`` for ``PAPER_FIGURES`` and ``<bld>/tables/<stem>.typ`` for
+``PAPER_TABLES``. The build root is handed in as ``sys.inputs.bld``, so the smoke profile's
+paper reads ``bld/smoke/``. Typst fails on a reference to a missing label, so a PDF that builds
+has every figure and table reference resolved.
+
+Run by hand (after ``pytask``): ``uv run python -m project.analysis.paper``.
 """
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+from collections.abc import Mapping
 from pathlib import Path
+
+from project.config import BLD, PAPER, ROOT
+from project.errors import PaperError
+from project.persist.atomic import write_bytes_atomically
+
+logger = logging.getLogger("project.analysis")
 
 PAPER_FIGURES = (
     "policy_functions_baseline",
     "lifecycle_profiles_baseline",
+    "retirement_policy_baseline",
     "variant_comparison",
     "estimation_fit",
 )
-"""Figure stems the paper includes from ``bld/figures/`` (as ``.pdf``)."""
+"""Figure stems the paper shows from ``<bld>/figures/`` (as ``.pdf``)."""
 
-PAPER_TABLES = ("parameters", "summary_statistics", "estimates", "moment_fit")
-"""Table stems the paper inputs from ``bld/tables/`` (as ``.tex``); labels are ``tab:<stem>``."""
-
-LATEXMK_COMMAND = (
-    "latexmk",
-    "-pdf",
-    "-interaction=nonstopmode",
-    "-halt-on-error",
-    "-outdir=../bld/paper",
-    "paper.tex",
+PAPER_TABLES = (
+    "parameters",
+    "validation",
+    "estimates",
+    "moment_fit",
+    "summary_statistics",
+    "retirement_age",
 )
-"""Run with the working directory ``paper/``; it writes ``bld/paper/paper.pdf``."""
+"""Table stems the paper includes from ``<bld>/tables/`` (as ``.typ``); labels ``tab:<stem>``."""
+
+PAPER_SOURCES = ("paper.typ", "template.typ", "references.bib")
+"""The paper's own files in ``paper/``."""
 
 
 def paper_inputs(*, bld: Path) -> dict[str, Path]:
-    """Return every generated file the paper reads, keyed by stem, under build folder ``bld``."""
-    figures = {stem: Path(bld) / "figures" / f"{stem}.pdf" for stem in PAPER_FIGURES}
-    tables = {stem: Path(bld) / "tables" / f"{stem}.tex" for stem in PAPER_TABLES}
-    return figures | tables
+    """Return every generated file the paper reads, keyed by stem, under build root ``bld``."""
+    bld = Path(bld)
+    figures = {stem: bld / "figures" / f"{stem}.pdf" for stem in PAPER_FIGURES}
+    tables = {f"table_{stem}": bld / "tables" / f"{stem}.typ" for stem in PAPER_TABLES}
+    return {**figures, **tables, "numbers": bld / "paper" / "numbers.json"}
 
 
-LATEX_BY_PRODUCTS = (".aux", ".log", ".fls", ".fdb_latexmk", ".out", ".synctex.gz", ".toc")
-"""Files latexmk leaves beside the PDF: they hold paths and times, so they are removed."""
+def compile_paper(*, source: Path, document: Path, bld: Path, root: Path) -> Path:
+    """Compile ``source`` to the PDF ``document`` (atomically) reading generated files in ``bld``.
+
+    ``root`` is the directory Typst may read (the repository); ``bld`` must lie inside it.
+    Raises ``PaperError`` with Typst's message when the paper does not compile.
+    """
+    import typst  # noqa: PLC0415
+
+    root, bld = Path(root).resolve(), Path(bld).resolve()
+    try:
+        relative_bld = bld.relative_to(root).as_posix()
+    except ValueError as error:
+        msg = f"The build root {bld} is not inside the paper's root {root}: move it inside."
+        raise PaperError(msg) from error
+    missing = [str(p) for p in paper_inputs(bld=bld).values() if not p.exists()]
+    if missing:
+        msg = f"The paper {source} needs generated files that are missing: {missing}. Run pytask."
+        raise PaperError(msg)
+    try:
+        pdf = typst.compile(str(source), root=str(root), sys_inputs={"bld": relative_bld})
+    except Exception as error:  # typst.TypstError and its relatives
+        msg = f"Typst could not compile {source}: {error}"
+        raise PaperError(msg) from error
+    write_bytes_atomically(Path(document), pdf)
+    logger.info("Wrote the paper to %s (%d bytes).", document, len(pdf))
+    return Path(document)
 
 
-def remove_latex_by_products(document: Path) -> None:
-    """Delete latexmk's by-products beside ``document`` (only the PDF is a product)."""
-    for suffix in LATEX_BY_PRODUCTS:
-        Path(document).with_suffix(suffix).unlink(missing_ok=True)
+def paper_headings(*, source: Path, bld: Path, root: Path) -> list[str]:
+    """Return the texts of the paper's level-one headings, in order (for checks)."""
+    import typst  # noqa: PLC0415
+
+    root, bld = Path(root).resolve(), Path(bld).resolve()
+    found = typst.query(
+        str(source),
+        "heading",
+        root=str(root),
+        sys_inputs={"bld": bld.relative_to(root).as_posix()},
+    )
+    return [_plain(item["body"]) for item in json.loads(found) if item["level"] == 1]
 
 
-def table_label(stem: str) -> str:
-    """Return the LaTeX label the paper refers to for table ``stem``: ``tab:<stem>``."""
-    return f"tab:{stem}"
+def _plain(content: Mapping | str) -> str:
+    """Return the plain text of Typst content as ``typst.query`` returns it."""
+    if isinstance(content, str):
+        return content
+    if "text" in content:
+        return str(content["text"])
+    if "children" in content:
+        return "".join(_plain(child) for child in content["children"])
+    if content.get("func") == "space":
+        return " "
+    return ""
+
+
+def main() -> None:
+    """Compile ``paper/paper.typ`` against the current build root (``project.config.BLD``)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    os.chdir(ROOT)
+    compile_paper(
+        source=PAPER / "paper.typ", document=BLD / "paper" / "paper.pdf", bld=BLD, root=ROOT
+    )
+
+
+if __name__ == "__main__":
+    main()

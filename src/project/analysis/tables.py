@@ -1,136 +1,238 @@
-"""Tables of the paper: summary statistics by variant and age bracket, and the parameters.
+"""Tables of the paper: summary statistics, retirement ages and the parameters, by variant.
 
-``summary_statistics`` and ``parameter_table`` return DataFrames whose column names are the
-printed headers; ``write_table`` writes one as a LaTeX float (booktabs) and as a Markdown table.
-Numbers are formatted with fixed formats, so equal inputs give byte-identical files.
+``summary_statistics``, ``retirement_age_table`` and ``parameter_table`` return DataFrames
+whose column names are the printed headers and whose cells use the paper's notation
+(``project.analysis.notation``); ``write_summary_tables`` and ``write_parameter_table`` write
+them with ``write_table`` (``project.analysis.table_output``) as LaTeX, Typst and Markdown.
+Statistics are of the living (``living_rows``), weighted by the calibrated subject weights.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from project.analysis.profiles import (
-    age_bracket_label,
-    age_bracket_start,
-    check_panel,
-    is_retired,
+from project.analysis.notation import (
+    PARAMETERS,
+    method_name,
+    parameter_label,
+    type_name,
+    variant_name,
 )
-from project.analysis.style import method_name
-from project.calibration.panel import living_rows
-from project.calibration.weighting import attach_weights
-
-BRACKET_WIDTH = 5
-MAX_LISTED = 4
-"""Array params longer than this are shown as their first and last entry and their length."""
-FLOAT_FORMAT = "{:.3f}"
-INT_FORMAT = "{:d}"
-SUMMARY_COLUMNS = (
-    "Variant",
-    "Ages",
-    "Mean wealth",
-    "Mean consumption",
-    "Share retired",
-    "N",
+from project.analysis.panel_statistics import (
+    income_of,
+    retirements,
+    weighted_mean,
+    weighted_median,
+    with_weights,
 )
-"""Columns of ``summary_statistics``; N counts the living's subject-years in the bracket."""
+from project.analysis.profiles import check_panel
+from project.analysis.table_output import (
+    Cell,
+    format_cells,
+    format_rows,
+    latex_escape,
+    to_latex,
+    to_markdown,
+    to_typst,
+    write_table,
+    write_table_files,
+)
 
-PARAMETER_DESCRIPTIONS: dict[str, str] = {
-    "beta": "discount factor",
-    "crra": "risk aversion",
-    "r": "interest rate",
-    "wage": "wage level",
-    "pension": "pension per period",
-    "disutility_of_work": "disutility of work",
-    "mandatory_retirement_age": "retirement age",
-    "income_rho": "income persistence",
-    "income_sigma": "income shock s.d.",
-    "n_wealth": "wealth points",
-    "n_consumption": "consumption points",
-    "n_income": "income nodes",
-    "n_periods": "periods",
-    "start_age": "first age",
-    "n_savings": "savings points",
-    "taste_shocks": "EV1 taste shocks",
-    "taste_shock_scale": "taste-shock scale",
-    "survival_probabilities": "one-year survival",
-    "survival": "mortality",
-    "method": "solution method",
-}
-"""Descriptions of the life-cycle model's parameters and grid sizes (others get none)."""
+__all__ = [
+    "format_cells",
+    "latex_escape",
+    "parameter_table",
+    "retirement_age_table",
+    "summary_statistics",
+    "to_latex",
+    "to_markdown",
+    "to_typst",
+    "write_parameter_table",
+    "write_summary_tables",
+    "write_table",
+]
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
+STATISTIC = "Statistic"
+WEALTH_TO_INCOME = "Wealth-to-income ratio"
+HOUSEHOLDS = "Households simulated"
+CONSUMPTION_CHANGE = "Consumption change at retirement"
+SUMMARY_FORMATS = {
+    "Mean retirement age": "{:.1f}",
+    WEALTH_TO_INCOME: "{:.2f}",
+    HOUSEHOLDS: "{:.0f}",
 }
+"""Formats of the summary statistics' rows; the others print "{:.3f}"."""
+SUMMARY_CAPTION = (
+    "Simulated outcomes by variant: statistics of the living, weighted by the calibrated "
+    "subject weights; wealth and consumption in model units. Retirement age: age in the first "
+    "retired year, among households that retire. Consumption change at retirement: mean log "
+    "change from the last working to the first retired year."
+)
+INCOME_NOTE = (
+    " Wealth-to-income ratio: mean wealth over mean income (labour income while working, the "
+    "pension in retirement)."
+)
+NO_INCOME_NOTE = " The wealth-to-income ratio is left out: the panels do not identify income."
+RETIREMENT_CAPTION = (
+    "Retirement by preference type and variant: share of households that retire while alive "
+    "(weighted by the calibrated subject weights) and their mean age in the first retired year."
+)
+SURVIVAL = "survival_probabilities"
+SUMMARISED_SIZES = frozenset(
+    {"start_age", "n_periods", "n_wealth", "n_consumption", "n_savings", "n_income"}
+    | {"taste_shocks", "survival"}
+)
+"""Sizes shown in the ages, grid, taste-shock and survival rows of the parameter table."""
+PARAMETER_CAPTION = "Model parameters, grid sizes and solution method by variant."
+ALL_TYPES = "All"
+RETIREMENT_AGE = "Retirement age"
 
 
 def summary_statistics(
     *,
     panels: Mapping[str, pd.DataFrame],
     weights: Mapping[str, pd.DataFrame] | None = None,
-    bracket_width: int = BRACKET_WIDTH,
+    specifications: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> pd.DataFrame:
-    """Return mean wealth, mean consumption, share retired and N by variant and age bracket.
+    """Return one row per statistic, one column per variant (its printed name), as floats.
 
-    Statistics of the living. ``weights`` (per variant: ``subject_id``, ``weight``, the
-    calibrated weights) make the means population means; a variant without weights counts every
-    subject alike. Brackets are ``bracket_width`` years from multiples of it ("50-54", "55-59",
-    ...); variants keep the order of ``panels``, brackets are ascending.
+    Rows: mean and median wealth, mean consumption, the wealth-to-income ratio (only when
+    ``specifications``, the variants' ``model.json`` contents, or a ``labor_income`` column
+    give every variant's income), the share of years retired, the share who retire, the mean
+    retirement age, the mean log change of consumption at retirement and the households
+    simulated (a count, not weighted). ``weights`` (per variant: ``subject_id``, ``weight``)
+    weight subjects; a variant without weights counts every subject alike.
+    """
+    columns: dict[str, dict[str, float]] = {}
+    for variant, panel in panels.items():
+        check_panel(panel)
+        frame = with_weights(panel=panel, weights=(weights or {}).get(variant))
+        subjects = retirements(frame)
+        retired = subjects.loc[subjects["retires"]]
+        income = income_of(frame, specification=(specifications or {}).get(variant))
+        w = frame["weight"].to_numpy()
+        stats = {
+            "Mean wealth": weighted_mean(frame["wealth"], w),
+            "Median wealth": weighted_median(frame["wealth"], w),
+            "Mean consumption": weighted_mean(frame["consumption"], w),
+            WEALTH_TO_INCOME: (
+                np.nan
+                if income is None
+                else weighted_mean(frame["wealth"], w) / weighted_mean(income, w)
+            ),
+            "Share of years retired": weighted_mean(frame["retired"], w),
+            "Share who retire": weighted_mean(
+                subjects["retires"].astype(float), subjects["weight"]
+            ),
+            "Mean retirement age": weighted_mean(retired["retirement_age"], retired["weight"]),
+            CONSUMPTION_CHANGE: _mean_change(retired),
+            HOUSEHOLDS: float(panel["subject_id"].nunique()) if "subject_id" in panel else np.nan,
+        }
+        name = _unique_name(variant, columns)
+        columns[name] = stats
+    table = pd.DataFrame(columns)
+    if table.empty:
+        return pd.DataFrame(columns=[STATISTIC])
+    if table.loc[WEALTH_TO_INCOME].isna().all():
+        table = table.drop(index=WEALTH_TO_INCOME)
+    return table.rename_axis(STATISTIC).reset_index()
+
+
+def retirement_age_table(
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame] | None = None,
+) -> pd.DataFrame:
+    """Return the share who retire and their mean retirement age by variant and type.
+
+    One row per variant and preference type (the panel's ``pref_type``, in category order)
+    and a row "All" per variant; retirement age is the age of a household's first retired
+    year (retired or retiring, while alive). Shares and means use the subject weights.
     """
     rows = []
     for variant, panel in panels.items():
         check_panel(panel)
-        alive = living_rows(panel=panel)
-        subject_weights = (weights or {}).get(variant)
-        weight = (
-            np.ones(len(alive))
-            if subject_weights is None
-            else attach_weights(panel=alive[["subject_id"]], weights=subject_weights)[
-                "weight"
-            ].to_numpy(dtype=float)
-        )
-        frame = pd.DataFrame(
-            {
-                "start": age_bracket_start(alive["age"], width=bracket_width),
-                "weight": weight,
-                "wealth": alive["wealth"].astype(float).to_numpy() * weight,
-                "consumption": alive["consumption"].astype(float).to_numpy() * weight,
-                "retired": is_retired(alive).to_numpy() * weight,
-            }
-        )
-        grouped = frame.groupby("start", sort=True).agg(
-            weight=("weight", "sum"),
-            wealth=("wealth", "sum"),
-            consumption=("consumption", "sum"),
-            retired=("retired", "sum"),
-            n=("weight", "size"),
-        )
-        rows.extend(
-            (
-                variant,
-                age_bracket_label(int(start), width=bracket_width),
-                float(row.wealth / row.weight),
-                float(row.consumption / row.weight),
-                float(row.retired / row.weight),
-                int(row.n),
+        subjects = retirements(with_weights(panel=panel, weights=(weights or {}).get(variant)))
+        groups: list[tuple[str, pd.DataFrame]] = []
+        if "pref_type" in subjects.columns:
+            groups += [
+                (type_name(label), subjects.loc[subjects["pref_type"] == label])
+                for label in _type_order(panel["pref_type"])
+            ]
+        groups.append((ALL_TYPES, subjects))
+        for label, group in groups:
+            retired = group.loc[group["retires"]]
+            rows.append(
+                {
+                    "Variant": variant_name(variant),
+                    "Type": label,
+                    "Share who retire": weighted_mean(
+                        group["retires"].astype(float), group["weight"]
+                    ),
+                    RETIREMENT_AGE: weighted_mean(retired["retirement_age"], retired["weight"]),
+                }
             )
-            for start, row in grouped.iterrows()
-        )
-    table = pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))
-    return table.astype({"N": np.int64})
+    return pd.DataFrame(rows, columns=["Variant", "Type", "Share who retire", RETIREMENT_AGE])
+
+
+def write_summary_tables(
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    paths: Mapping[str, Mapping[str, Path]],
+    weights: Mapping[str, pd.DataFrame] | None = None,
+    specifications: Mapping[str, Mapping[str, Any]] | None = None,
+    provenance: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Write the summary statistics and the retirement-age table; return the files written.
+
+    ``paths`` maps "summary_statistics" and "retirement_age" to their files by suffix ("tex",
+    "typ", "md"); labels are ``tab:<key>``.
+    """
+    summary = summary_statistics(panels=panels, weights=weights, specifications=specifications)
+    has_income = WEALTH_TO_INCOME in set(summary[STATISTIC])
+    written = write_table_files(
+        table=format_rows(
+            table=summary, label_column=STATISTIC, formats=SUMMARY_FORMATS, default="{:.3f}"
+        ),
+        paths=paths["summary_statistics"],
+        caption=SUMMARY_CAPTION + (INCOME_NOTE if has_income else NO_INCOME_NOTE),
+        label="tab:summary_statistics",
+        font_size="footnotesize",
+        provenance=provenance,
+    )
+    written += write_table_files(
+        table=retirement_age_table(panels=panels, weights=weights),
+        paths=paths["retirement_age"],
+        caption=RETIREMENT_CAPTION,
+        label="tab:retirement_age",
+        formats={"Share who retire": "{:.3f}", RETIREMENT_AGE: "{:.1f}"},
+        group_column="Variant",
+        provenance=provenance,
+    )
+    return written
+
+
+def write_parameter_table(
+    *,
+    specifications: Mapping[str, Mapping[str, Any]],
+    paths: Mapping[str, Path],
+    methods: Mapping[str, str] | None = None,
+    provenance: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Write ``parameter_table`` to ``paths`` ("tex", "typ", "md"; label ``tab:parameters``)."""
+    return write_table_files(
+        table=parameter_table(specifications=specifications, methods=methods),
+        paths=paths,
+        caption=PARAMETER_CAPTION,
+        label="tab:parameters",
+        font_size="footnotesize",
+        provenance=provenance,
+    )
 
 
 def parameter_table(
@@ -138,179 +240,96 @@ def parameter_table(
     specifications: Mapping[str, Mapping[str, Any]],
     methods: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
-    """Return one row per parameter (then grid size), one column per variant, as text.
+    """Return one row per parameter (description and symbol), one column per variant.
 
-    ``specifications`` maps a variant to its ``bld/<variant>/model.json`` content (its "params"
-    and, if present, "sizes"). Lists print as "(0.05, 0.25)"; a missing entry prints empty.
-    ``methods`` maps variants to the method that solved them (a solution's ``method``, e.g.
-    "dcegm"): given, a last row "method" prints it ("DC-EGM").
+    ``specifications`` maps a variant to its ``model.json`` content ("params", "sizes"). Ages
+    and grids are summarised in a few rows, survival probabilities by their source and ages;
+    a missing entry prints empty. ``methods`` (variant to a solution's ``method``) adds a last
+    row "Solution method" ("DC-EGM", "grid search").
     """
     variants = list(specifications)
     unknown = sorted(set(methods or {}) - set(variants))
     if unknown:
         msg = f"methods names variants {unknown} without a specification: {variants}."
         raise KeyError(msg)
-    params = _union(specifications, key="params")
-    sizes = _union(specifications, key="sizes")
-    rows = [
-        [
-            name,
-            PARAMETER_DESCRIPTIONS.get(name, ""),
-            *(_format_value(specifications[v].get(key, {}).get(name)) for v in variants),
-        ]
-        for key, names in (("params", params), ("sizes", sizes))
-        for name in names
-    ]
+    rows = _parameter_rows([specifications[v] for v in variants])
     if methods is not None:
-        shown = [method_name(methods[v]) if v in methods else "" for v in variants]
-        rows.append(["method", PARAMETER_DESCRIPTIONS["method"], *shown])
-    return pd.DataFrame(rows, columns=["Parameter", "Description", *variants])
-
-
-def write_table(
-    *,
-    table: pd.DataFrame,
-    latex_path: Path,
-    markdown_path: Path,
-    caption: str,
-    label: str,
-    formats: Mapping[str, str] | None = None,
-    group_column: str | None = None,
-    font_size: str | None = "small",
-) -> list[Path]:
-    """Write ``table`` as a LaTeX table float and as Markdown; return both paths.
-
-    ``formats`` maps columns to format strings (default: floats "{:.3f}", ints "{:d}", others
-    as text). ``caption`` is plain text (escaped for LaTeX). LaTeX only: ``group_column``
-    prints a repeated value once and separates its groups by a rule; ``font_size`` is a LaTeX
-    size command without backslash ("small", "footnotesize"; None: the document's size).
-    """
-    cells = format_cells(table=table, formats=formats)
-    numeric = [pd.api.types.is_numeric_dtype(table[c]) for c in table.columns]
-    latex_path, markdown_path = Path(latex_path), Path(markdown_path)
-    for path in (latex_path, markdown_path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-    latex_path.write_text(
-        to_latex(
-            cells=cells,
-            numeric=numeric,
-            caption=caption,
-            label=label,
-            group_column=group_column,
-            font_size=font_size,
+        rows.append(
+            ("Solution method", [method_name(methods[v]) if v in methods else "" for v in variants])
         )
+    names = [variant_name(v) for v in variants]
+    return pd.DataFrame([[label, *values] for label, values in rows], columns=["Parameter", *names])
+
+
+def _parameter_rows(specifications: list[Mapping[str, Any]]) -> list[tuple[Cell, list[str]]]:
+    """Return (label, value per specification) rows; rows empty for every variant are left out."""
+    params = [spec.get("params", {}) for spec in specifications]
+    sizes = [spec.get("sizes", {}) for spec in specifications]
+    rows: list[tuple[Cell, list[str]]] = []
+
+    def add(label: Cell, values: list[str]) -> None:
+        if any(values):
+            rows.append((label, values))
+
+    add("Ages", [_ages(s) for s in sizes])
+    names = {name for p in params for name in p}
+    shown = [n for n in PARAMETERS if n in names and n != SURVIVAL] + sorted(
+        names - set(PARAMETERS)
     )
-    markdown_path.write_text(to_markdown(cells=cells, numeric=numeric, caption=caption))
-    return [latex_path, markdown_path]
-
-
-def format_cells(*, table: pd.DataFrame, formats: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Return ``table`` as strings with fixed formats; missing values become empty strings."""
-    formats = dict(formats or {})
-    unknown = sorted(set(formats) - set(table.columns))
-    if unknown:
-        msg = f"formats names columns {unknown} that the table lacks: {list(table.columns)}."
-        raise KeyError(msg)
-    out = {}
-    for column in table.columns:
-        formatter = _formatter(table[column], fmt=formats.get(column))
-        out[column] = [("" if _is_missing(v) else formatter(v)) for v in table[column]]
-    return pd.DataFrame(out, columns=table.columns, index=table.index, dtype=object)
-
-
-def to_latex(
-    *,
-    cells: pd.DataFrame,
-    numeric: list[bool],
-    caption: str,
-    label: str,
-    group_column: str | None = None,
-    font_size: str | None = "small",
-) -> str:
-    """Return a booktabs ``table`` float of the formatted ``cells`` (escaped for LaTeX)."""
-    spec = "".join("r" if is_numeric else "l" for is_numeric in numeric)
-    header = " & ".join(latex_escape(str(c)) for c in cells.columns) + r" \\"
-    lines = [
-        r"\begin{table}[htbp]",
-        r"\centering",
-        rf"\caption{{{latex_escape(caption)}}}",
-        rf"\label{{{label}}}",
-        *([rf"\{font_size}"] if font_size else []),
-        rf"\begin{{tabular}}{{{spec}}}",
-        r"\toprule",
-        header,
-        r"\midrule",
-    ]
-    previous = None
-    for _, row in cells.iterrows():
-        values = [latex_escape(v) for v in row]
-        if group_column is not None:
-            position = list(cells.columns).index(group_column)
-            current = row[group_column]
-            if previous is not None and current != previous:
-                lines.append(r"\midrule")
-            if current == previous:
-                values[position] = ""
-            previous = current
-        lines.append(" & ".join(values) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", r"\end{table}"]
-    return "\n".join(lines) + "\n"
-
-
-def to_markdown(*, cells: pd.DataFrame, numeric: list[bool], caption: str | None = None) -> str:
-    """Return a GitHub-flavoured Markdown table of the formatted ``cells``."""
-    header = [_markdown_escape(str(c)) for c in cells.columns]
-    rule = ["---:" if is_numeric else "---" for is_numeric in numeric]
-    lines = [f"**{caption}**", ""] if caption else []
-    lines.append("| " + " | ".join(header) + " |")
-    lines.append("| " + " | ".join(rule) + " |")
-    lines.extend(
-        "| " + " | ".join(_markdown_escape(v) for v in row) + " |"
-        for row in cells.itertuples(index=False)
+    for name in shown:
+        add(
+            parameter_label(name),
+            [_param_value(name, p, s) for p, s in zip(params, sizes, strict=True)],
+        )
+    add(parameter_label(SURVIVAL), [_survival(p, s) for p, s in zip(params, sizes, strict=True)])
+    add(
+        "Wealth \u00d7 consumption grid",
+        [
+            f"{s['n_wealth']} \u00d7 {s['n_consumption']}"
+            if {"n_wealth", "n_consumption"} <= set(s)
+            else ""
+            for s in sizes
+        ],
     )
-    return "\n".join(lines) + "\n"
+    for name, label in (("n_savings", "Savings grid points"), ("n_income", "Income nodes")):
+        add(label, [_format_value(s.get(name)) for s in sizes])
+    for name in sorted({n for s in sizes for n in s} - SUMMARISED_SIZES):
+        add(parameter_label(name), [_format_value(s.get(name)) for s in sizes])
+    return rows
 
 
-def latex_escape(text: str) -> str:
-    """Return ``text`` with LaTeX's special characters escaped."""
-    return "".join(_LATEX_SPECIAL.get(char, char) for char in str(text))
+def _ages(sizes: Mapping[str, Any]) -> str:
+    if not {"start_age", "n_periods"} <= set(sizes):
+        return ""
+    first = int(sizes["start_age"])
+    return f"{first}\u2013{first + int(sizes['n_periods']) - 1}"
 
 
-def _markdown_escape(text: str) -> str:
-    return str(text).replace("|", r"\|")
+def _param_value(name: str, params: Mapping[str, Any], sizes: Mapping[str, Any]) -> str:
+    if name == "taste_shock_scale" and sizes.get("taste_shocks") is False:
+        return "none"
+    return _format_value(params.get(name))
 
 
-def _formatter(column: pd.Series, *, fmt: str | None) -> Callable[[Any], str]:
-    if fmt is not None:
-        return fmt.format
-    if pd.api.types.is_bool_dtype(column):
-        return str
-    if pd.api.types.is_integer_dtype(column):
-        return lambda v: INT_FORMAT.format(int(v))
-    if pd.api.types.is_float_dtype(column):
-        return lambda v: FLOAT_FORMAT.format(float(v))
-    return str
-
-
-def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and np.isnan(value))
-
-
-def _format_sequence(values: list | tuple) -> str:
-    """Return "(a, b)", or "first ... last (n values)" for a long array (e.g. survival by age)."""
-    if len(values) > MAX_LISTED:
-        first, last = _format_value(values[0]), _format_value(values[-1])
-        return f"{first} ... {last} ({len(values)} values)"
-    return "(" + ", ".join(_format_value(v) for v in values) + ")"
+def _survival(params: Mapping[str, Any], sizes: Mapping[str, Any]) -> str:
+    """Return the survival probabilities' source (the ages are the model's), never the array."""
+    form = sizes.get("survival")
+    probabilities = params.get(SURVIVAL)
+    if probabilities is None:
+        return {False: "none", "gompertz": "Gompertz hazard"}.get(form, "")
+    if form == "life_table":
+        return "SSA life table"
+    values = list(np.ravel(probabilities))
+    return f"{values[0]:.3f} \u2026 {values[-1]:.3f}"
 
 
 def _format_value(value: Any) -> str:
     if value is None:
         return ""
     if isinstance(value, list | tuple):
-        return _format_sequence(value)
+        return ", ".join(_format_value(v) for v in value)
     if isinstance(value, bool):
-        return str(value)
+        return "yes" if value else "no"
     if isinstance(value, int | np.integer):
         return str(int(value))
     if isinstance(value, float | np.floating):
@@ -318,8 +337,21 @@ def _format_value(value: Any) -> str:
     return str(value)
 
 
-def _union(specifications: Mapping[str, Mapping[str, Any]], *, key: str) -> list[str]:
-    """Return the names under ``key`` of all specifications: known ones first, then sorted."""
-    names = {name for spec in specifications.values() for name in spec.get(key, {})}
-    known = [n for n in PARAMETER_DESCRIPTIONS if n in names]
-    return known + sorted(names - set(known))
+def _mean_change(retired: pd.DataFrame) -> float:
+    known = retired.loc[retired["consumption_change"].notna()]
+    return weighted_mean(known["consumption_change"], known["weight"])
+
+
+def _type_order(pref_type: pd.Series) -> list[Any]:
+    if isinstance(pref_type.dtype, pd.CategoricalDtype):
+        present = set(pref_type.dropna().unique())
+        return [c for c in pref_type.cat.categories if c in present]
+    return sorted(pref_type.dropna().unique().tolist())
+
+
+def _unique_name(variant: str, taken: Mapping[str, Any]) -> str:
+    name = variant_name(variant)
+    if name in taken:
+        msg = f"Two variants print as {name!r}; rename one of them ({variant!r})."
+        raise ValueError(msg)
+    return name

@@ -3,16 +3,19 @@
 Contract: ``save_calibration(outcome, directory=...)`` publishes ``directory`` atomically (a
 content-named generation behind a link, ``project.persist.atomic``) holding
 
-- ``calibrated_weights.arrow``: the weights as feather (Arrow IPC; ``subject_id``, ``weight``);
+- ``calibrated_weights.arrow``: the weights as feather (Arrow IPC; ``subject_id``, ``weight``),
+  the provenance (``project.provenance``) in its schema metadata;
 - ``calibration_log.csv``: the per-epoch log;
 - ``targets_before_after.csv`` and ``.md``: the targets table, as CSV and as Markdown;
 - ``calibration_summary.json``: ``CalibrationOutcome.summary()``: the Kish effective sample
   size (absolute and as a share of the subjects) and the max and min weight relative to the
   mean, of the fitted and of the base weights; fit losses, the number of fitted and held-out
-  targets within tolerance, the goals, the ``warnings`` (empty: every goal met) and the
-  settings (sorted keys, NaN as null, so equal outcomes give equal bytes);
-- ``calibration_loss.png``: the loss curve, drawn on an Agg canvas with a fixed size and dpi and
-  without date or software metadata, so equal outcomes give equal bytes;
+  targets within tolerance, the goals, the ``warnings`` (empty: every goal met), the
+  settings and the ``provenance`` (sorted keys, NaN as null, so equal outcomes give equal
+  bytes);
+- ``calibration_loss.png``: the distance to the targets per optimisation step, in the project's
+  figure style (``project.analysis.style``), without date or software metadata but with the
+  provenance, so equal outcomes give equal bytes;
 - ``COMPLETE.json``: every file's size and SHA-256 (``project.persist.manifest``), written last.
 
 ``load_calibration(directory)`` checks every file against the marker before reading, and raises
@@ -22,6 +25,7 @@ content-named generation behind a link, ``project.persist.atomic``) holding
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,10 +35,12 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from project.analysis.style import REFERENCE_COLOR, color, save_figure, styled, variant_label
 from project.calibration.outcome import CalibrationOutcome
 from project.errors import CheckpointError
 from project.persist.atomic import atomic_directory
 from project.persist.manifest import MARKER_NAME, verify_directory, write_marker
+from project.provenance import product_provenance, with_provenance, write_arrow
 
 KIND = "calibration"
 HINT = "Rebuild it: `uv run pytask` recalibrates a damaged calibration."
@@ -47,9 +53,8 @@ FILE_NAMES = {
     "summary": "calibration_summary.json",
 }
 
-FIGURE_SIZE = (6.0, 4.0)
-FIGURE_DPI = 100
-PNG_METADATA = {"Software": None}
+FIGURE_SIZE = (5.0, 3.2)
+"""Width and height of the figure in inches (the text width of the paper)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,21 +72,45 @@ class SavedCalibration:
         return list(self.summary["warnings"])
 
 
-def save_calibration(outcome: CalibrationOutcome, *, directory: Path) -> Path:
-    """Publish ``outcome``'s products to ``directory`` atomically; return the marker's path."""
+def save_calibration(
+    outcome: CalibrationOutcome,
+    *,
+    directory: Path,
+    provenance: Mapping[str, str] | None = None,
+) -> Path:
+    """Publish ``outcome``'s products to ``directory`` atomically; return the marker's path.
+
+    ``provenance`` goes to the weights' schema, the summary and the figure; by default
+    ``product_provenance`` of the outcome's settings with their seed.
+    """
     directory = Path(directory).absolute()
+    if provenance is None:
+        provenance = calibration_provenance(outcome)
     with atomic_directory(
         directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
     ) as staging:
-        outcome.weights.reset_index(drop=True).to_feather(staging / FILE_NAMES["weights"])
+        write_arrow(
+            frame=outcome.weights.reset_index(drop=True),
+            path=staging / FILE_NAMES["weights"],
+            provenance=provenance,
+        )
         outcome.log.to_csv(staging / FILE_NAMES["log"], index=False)
         outcome.table.to_csv(staging / FILE_NAMES["table"], index=False)
         (staging / FILE_NAMES["table_markdown"]).write_text(markdown_table(outcome.table))
-        (staging / FILE_NAMES["summary"]).write_text(summary_json(outcome))
-        loss_figure(outcome).savefig(
-            staging / FILE_NAMES["figure"], format="png", dpi=FIGURE_DPI, metadata=PNG_METADATA
+        (staging / FILE_NAMES["summary"]).write_text(summary_json(outcome, provenance=provenance))
+        save_figure(
+            figure=loss_figure(outcome),
+            paths={"png": staging / FILE_NAMES["figure"]},
+            provenance=provenance,
         )
     return directory / MARKER_NAME
+
+
+def calibration_provenance(outcome: CalibrationOutcome) -> dict[str, str]:
+    """Return the provenance of ``outcome``: its settings' digest and seed (and the checkout)."""
+    settings = json.loads(json.dumps(_finite(outcome.settings)))
+    seed = settings.get("seed")
+    return product_provenance(config=settings, seed=seed if isinstance(seed, int) else None)
 
 
 def load_calibration(directory: Path) -> SavedCalibration:
@@ -103,9 +132,17 @@ def load_calibration(directory: Path) -> SavedCalibration:
     )
 
 
-def summary_json(outcome: CalibrationOutcome) -> str:
-    """Return the outcome's summary as JSON (sorted keys; NaN written as null)."""
-    return json.dumps(_finite(outcome.summary()), indent=2, sort_keys=True) + "\n"
+def summary_json(
+    outcome: CalibrationOutcome, *, provenance: Mapping[str, str] | None = None
+) -> str:
+    """Return the outcome's summary as JSON (sorted keys; NaN written as null).
+
+    With ``provenance``, the summary holds it under ``"provenance"``.
+    """
+    summary = outcome.summary()
+    if provenance is not None:
+        summary = with_provenance(summary, provenance)
+    return json.dumps(_finite(summary), indent=2, sort_keys=True) + "\n"
 
 
 def markdown_table(table: pd.DataFrame) -> str:
@@ -120,23 +157,49 @@ def markdown_table(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def loss_figure(outcome: CalibrationOutcome) -> Figure:
-    """Return the loss per epoch (log scale) with the final loss without dropout."""
-    figure = Figure(figsize=FIGURE_SIZE, dpi=FIGURE_DPI)
-    FigureCanvasAgg(figure)
-    axes = figure.add_subplot()
+def loss_figure(outcome: CalibrationOutcome, *, variant: str | None = None) -> Figure:
+    """Return how far the weights are from the targets at each optimisation step.
+
+    Plotted: the distance to the targets (the mean squared miss in tolerances: 1 means every
+    target misses by one tolerance), what the optimiser minimises (that distance plus the
+    divergence of the weights from the base weights), and the distance at the final weights.
+    ``variant`` (default: the outcome's) names the panel in the title.
+    """
+    variant = outcome.variant if variant is None else variant
     log = outcome.log
-    if len(log):
-        axes.plot(log["epoch"], log["objective"], color="C0", label="objective (fit + penalty)")
-        axes.plot(log["epoch"], log["fit_loss"], color="C2", label="fit loss")
-    axes.axhline(outcome.loss_after, color="C1", linestyle="--", label="fit loss after")
-    if len(log) and (log[["objective", "fit_loss"]] > 0).all(axis=None) and outcome.loss_after > 0:
-        axes.set_yscale("log")
-    axes.set_xlabel("epoch")
-    axes.set_ylabel("loss (in tolerances squared)")
-    axes.set_title("Calibration to aggregate targets")
-    axes.legend(loc="upper right")
-    figure.tight_layout()
+    with styled():
+        figure = Figure(figsize=FIGURE_SIZE, layout="constrained")
+        FigureCanvasAgg(figure)
+        axes = figure.add_subplot()
+        if len(log):
+            axes.plot(log["epoch"], log["fit_loss"], color=color(0), label="Distance to targets")
+            axes.plot(
+                log["epoch"],
+                log["objective"],
+                color=color(1),
+                linestyle="--",
+                label="Distance + divergence from base weights (minimised)",
+            )
+        axes.axhline(
+            outcome.loss_after,
+            color=color(2),
+            linestyle=":",
+            label=f"Distance at the final weights ({outcome.loss_after:.3g})",
+        )
+        axes.axhline(
+            1.0, color=REFERENCE_COLOR, linewidth=0.8, label="Every target off by one tolerance"
+        )
+        values = [outcome.loss_after, *log.get("objective", []), *log.get("fit_loss", [])]
+        logarithmic = all(np.isfinite(v) and v > 0 for v in values)
+        if logarithmic:
+            axes.set_yscale("log")
+        axes.set_xlabel("Optimisation step")
+        axes.set_ylabel(
+            "Mean squared miss, in tolerances" + (" (log scale)" if logarithmic else "")
+        )
+        title = "reweighting the simulated subjects to the targets"
+        axes.set_title(f"{variant_label(variant)}: {title}" if variant else title.capitalize())
+        axes.legend(loc="best")
     return figure
 
 

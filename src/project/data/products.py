@@ -2,8 +2,9 @@
 
 ``prepare_data`` checks the vendored files' checksums, builds both tables and writes each file
 atomically (``project.persist.atomic.atomic_file``): ``scf_moments.arrow`` and
-``survival.arrow`` (feather) and ``scf_moments.md`` (the moments as a Markdown table). Numbers
-in the Markdown file have fixed formats, so equal inputs give byte-identical files.
+``survival.arrow`` (feather, with the provenance of the data settings in their schema metadata,
+``project.provenance``) and ``scf_moments.md`` (the moments as a Markdown table). Numbers in
+the Markdown file have fixed formats, so equal inputs give byte-identical files.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from project.data.scf import MOMENT_SOURCES, scf_moments
 from project.data.vendored import VENDORED, display_path, verified_path
 from project.errors import DataError
 from project.persist.atomic import atomic_file, write_bytes_atomically
+from project.provenance import product_provenance, write_arrow
 
 PRODUCT_KEYS = ("moments", "moments_markdown", "survival")
 """Keys of ``prepare_data``'s ``products``: the two feather tables and the Markdown copy."""
@@ -34,11 +36,17 @@ MOMENT_LABELS = {
 logger = logging.getLogger(__name__)
 
 
-def prepare_data(*, settings: Mapping[str, Any], products: Mapping[str, Path]) -> None:
+def prepare_data(
+    *,
+    settings: Mapping[str, Any],
+    products: Mapping[str, Path],
+    provenance: Mapping[str, str] | None = None,
+) -> None:
     """Write the SCF moments and the survival probabilities chosen by ``settings``.
 
     ``settings`` holds the fields of ``project.config.DataSettings``; ``products`` maps
-    ``PRODUCT_KEYS`` to paths.
+    ``PRODUCT_KEYS`` to paths. ``provenance`` goes to the tables' schema metadata; by default
+    ``product_provenance`` of ``settings``.
     """
     missing = [k for k in SETTINGS_KEYS if k not in settings]
     absent = [k for k in PRODUCT_KEYS if k not in products]
@@ -57,8 +65,10 @@ def prepare_data(*, settings: Mapping[str, Any], products: Mapping[str, Path]) -
         ages=range(int(first), int(last) + 1),
         female_share=settings["female_share"],
     )
-    write_feather(frame=moments, path=products["moments"])
-    write_feather(frame=survival, path=products["survival"])
+    if provenance is None:
+        provenance = product_provenance(config=dict(settings))
+    write_feather(frame=moments, path=products["moments"], provenance=provenance)
+    write_feather(frame=survival, path=products["survival"], provenance=provenance)
     markdown = moments_markdown(
         moments=moments,
         education=settings["education"],
@@ -83,10 +93,17 @@ def survival_table(*, path: Path, ages: range, female_share: float) -> pd.DataFr
     )
 
 
-def write_feather(*, frame: pd.DataFrame, path: Path) -> None:
-    """Write ``frame`` (its index dropped) as feather, never leaving a partial file."""
+def write_feather(
+    *, frame: pd.DataFrame, path: Path, provenance: Mapping[str, str] | None = None
+) -> None:
+    """Write ``frame`` (its index dropped) as feather, never leaving a partial file.
+
+    ``provenance`` goes to the schema metadata (default: ``product_provenance()``, no config).
+    """
+    if provenance is None:
+        provenance = product_provenance()
     with atomic_file(Path(path)) as temporary:
-        frame.reset_index(drop=True).to_feather(temporary)
+        write_arrow(frame=frame.reset_index(drop=True), path=temporary, provenance=provenance)
 
 
 def moments_markdown(*, moments: pd.DataFrame, education: str, year: str | int, source: str) -> str:

@@ -8,8 +8,9 @@ content-named generation behind a link, ``project.persist.atomic``) holding
 - ``moments.arrow``: one row per moment (data, simulated, residual, standard errors, t, counts);
 - ``summary.json``: the variant, the J-test, convergence, evaluations, the warnings a reader must
   see, each local search's objective and params (``searches``), the settings and the provenance
-  (the fingerprint of the inputs); the seconds it took go to the build log, so that equal
-  inputs give equal bytes;
+  (``project.provenance.product_provenance`` of the settings, with their seed, and the
+  fingerprint of the inputs); the seconds it took go to the build log, so that equal inputs
+  give equal bytes. Both tables hold the same provenance in their Arrow schema metadata;
 - ``COMPLETE.json``: every file's size and SHA-256 (``project.persist.manifest``), written last.
 
 ``load_estimation(directory)`` checks every file against the marker before reading and raises
@@ -19,6 +20,7 @@ content-named generation behind a link, ``project.persist.atomic``) holding
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +35,7 @@ from project.persist.manifest import (
     verify_directory,
     write_marker,
 )
+from project.provenance import PROVENANCE_KEY, product_provenance, write_arrow
 
 KIND = "estimation"
 HINT = "Rebuild it: `uv run pytask` estimates a damaged estimation again."
@@ -58,26 +61,35 @@ class SavedEstimation:
 
 
 def save_estimation(
-    outcome: EstimationOutcome, *, directory: Path, provenance: dict[str, Any] | None = None
+    outcome: EstimationOutcome, *, directory: Path, provenance: Mapping[str, Any] | None = None
 ) -> Path:
     """Publish ``outcome`` to ``directory`` atomically; return the marker's path.
 
-    ``provenance`` (e.g. the fingerprint of the inputs) is stored in the summary.
+    The product's provenance (``product_provenance`` of the settings, with their seed) updated
+    with ``provenance`` (e.g. the fingerprint of the inputs) goes to the summary and to both
+    tables' schema metadata.
     """
     directory = Path(directory).absolute()
+    settings = json.loads(json.dumps(outcome.settings, default=_plain))
+    seed = settings.get("seed") if isinstance(settings.get("seed"), int) else None
+    recorded = {**product_provenance(config=settings, seed=seed), **(provenance or {})}
     summary = {
         "variant": outcome.variant,
         **outcome.result.summary(),
         "warnings": outcome.warnings,
         "searches": outcome.searches,
         "settings": outcome.settings,
-        "provenance": provenance or {},
+        PROVENANCE_KEY: recorded,
     }
     with atomic_directory(
         directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
     ) as staging:
-        outcome.result.to_frame().to_feather(staging / FILE_NAMES["estimates"])
-        outcome.result.to_frame(table="moments").to_feather(staging / FILE_NAMES["moments"])
+        tables = {
+            "estimates": outcome.result.to_frame(),
+            "moments": outcome.result.to_frame(table="moments"),
+        }
+        for name, frame in tables.items():
+            write_arrow(frame=frame, path=staging / FILE_NAMES[name], provenance=recorded)
         text = json.dumps(summary, indent=2, sort_keys=True, default=_plain) + "\n"
         (staging / FILE_NAMES["summary"]).write_text(text)
     return directory / MARKER_NAME
@@ -94,7 +106,7 @@ def load_estimation(directory: Path) -> SavedEstimation:
             directory / FILE_NAMES["summary"],
             kind=KIND,
             hint=HINT,
-            required=("warnings", "provenance"),
+            required=("warnings", PROVENANCE_KEY),
         ),
     )
 

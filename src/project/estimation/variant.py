@@ -106,9 +106,33 @@ def estimate_variant(
     """Estimate the variant's ``settings["estimated"]`` params by MSM; see the module docstring.
 
     ``model``: the variant's model, built from ``specification`` (its params are the base).
+    The estimation runs in float64 (moments of a few thousand subjects need it) and restores
+    the process's precision afterwards, so that later work in the same process (a serial
+    build's next tasks) computes exactly as it would in a fresh one.
     """
-    started = time.perf_counter()
+    previous = bool(jax.config.jax_enable_x64)
     jax.config.update("jax_enable_x64", True)
+    try:
+        return _estimate(
+            model=model,
+            specification=specification,
+            moments=moments,
+            initial_distribution=initial_distribution,
+            settings=settings,
+        )
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def _estimate(
+    *,
+    model: Model | RegimeModel,
+    specification: Mapping[str, Any],
+    moments: pd.DataFrame,
+    initial_distribution: Mapping[str, Mapping[str, Any]],
+    settings: Mapping[str, Any],
+) -> EstimationOutcome:
+    started = time.perf_counter()
     settings = dict(settings)
     if set(settings["start"]) != set(settings["estimated"]):
         msg = (

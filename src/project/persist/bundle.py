@@ -8,9 +8,11 @@ Layout of a bundle directory::
     metadata.json         model description, state/action order, ages (every period's),
                           start_period (the first simulated period: n_simulated = n_periods -
                           start_period; 0 when absent), params (lists, with dtypes), seed,
-                          subject_batch_size, n_subjects, package versions (human-readable
-                          JSON, sorted keys)
-    simulated_data.arrow  ``result.to_dataframe()`` as Feather (Arrow IPC, zstd), for analysis
+                          subject_batch_size, n_subjects, package versions and the provenance
+                          (``project.provenance``: commit, dirty flag, config digest, seed,
+                          versions; human-readable JSON, sorted keys)
+    simulated_data.arrow  ``result.to_dataframe()`` as Feather (Arrow IPC, zstd), for analysis;
+                          its schema metadata holds the same provenance
     COMPLETE.json         the marker, written last: every file's SHA-256
                           (``project.persist.manifest``), so its bytes change exactly when they do
 
@@ -19,8 +21,9 @@ Contract:
 - A bundle is published as a generation behind an atomically flipped link
   (``project.persist.atomic``): an exception or a killed process leaves the previous bundle in
   place and never a directory that looks complete.
-- Saving the same result twice gives byte-identical arrow files and markers (the arrow file
-  embeds only the pandas and pyarrow versions, recorded in metadata.json: no time stamps).
+- Saving the same result twice from the same checkout gives byte-identical arrow files and
+  markers (the arrow file embeds the pandas and pyarrow versions and the provenance, recorded
+  in metadata.json too: no time stamps).
 - Loading reads only JSON and the orbax checkpoint (no pickle: no code is executed) and restores
   everything but the table, which ``to_dataframe()`` rebuilds identically. Every file is checked
   against the marker first (``load_table`` checks the table and the metadata): a missing,
@@ -30,6 +33,7 @@ Contract:
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -39,7 +43,6 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 from jax.sharding import NamedSharding
-from pyarrow import feather
 
 from project.devices import place, state_mesh, value_spec
 from project.errors import CheckpointError
@@ -48,6 +51,7 @@ from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.persist.checkpoint import read_checkpoint, write_checkpoint
 from project.persist.manifest import read_json_object, verify_directory, write_marker
 from project.persist.solution import grids_without_knobs, package_versions
+from project.provenance import PROVENANCE_KEY, product_provenance, write_arrow
 from project.regimes.spec import RegimeModel
 from project.simulation.result import SimulationResult
 
@@ -76,11 +80,14 @@ def save_bundle(
     result: SimulationResult,
     directory: Path,
     additional_targets: list[str] | str | None = None,
+    provenance: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``result`` atomically to ``directory``; return the marker path (written last).
 
     ``additional_targets`` adds model functions as table columns (see ``to_dataframe``); they
-    need the result's model. The arrays and metadata never depend on them.
+    need the result's model. The arrays never depend on them. ``provenance`` goes to the
+    metadata and the table's schema; by default ``product_provenance`` of the metadata (the
+    model description, params and simulation settings) with the result's seed.
     """
     frame = result.to_dataframe(additional_targets)
     tree = {
@@ -104,13 +111,24 @@ def save_bundle(
         "additional_targets": [str(c) for c in frame.columns if c not in base],
         "versions": {**package_versions(), **{name: version(name) for name in TABLE_PACKAGES}},
     }
+    if provenance is None:
+        settings = {k: v for k, v in metadata.items() if k != "versions"}
+        provenance = product_provenance(
+            config=json.loads(json.dumps(settings, default=_json_default)), seed=metadata["seed"]
+        )
+    metadata[PROVENANCE_KEY] = dict(provenance)
     directory = Path(directory).absolute()
     with atomic_directory(
         directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
     ) as staging:
         write_checkpoint(staging / ARRAYS_NAME, tree)
         _write_json(staging / METADATA_NAME, metadata)
-        feather.write_feather(frame, staging / TABLE_NAME, compression=TABLE_COMPRESSION)
+        write_arrow(
+            frame=frame,
+            path=staging / TABLE_NAME,
+            provenance=metadata[PROVENANCE_KEY],
+            compression=TABLE_COMPRESSION,
+        )
     return directory / MARKER_NAME
 
 

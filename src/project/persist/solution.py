@@ -6,7 +6,9 @@ Layout of a solution directory::
                        (EGM: {"egm": endogenous grids}; with regimes {"regimes": {name: ...}}),
                        written reproducibly (``project.persist.checkpoint``)
     metadata.json      model description, params, package versions (human-readable)
-    provenance.json    how it was made (``provenance``, e.g. the pipeline's fingerprint), when given
+    provenance.json    how it was made: ``project.provenance.product_provenance`` of the metadata
+                       (commit, dirty flag, config digest, versions) and what the caller adds
+                       (``provenance``, e.g. the pipeline's fingerprint)
     COMPLETE.json      the marker, written last: every file's SHA-256
                        (``project.persist.manifest``), so it changes exactly when the files do
 
@@ -42,6 +44,7 @@ from project.persist.manifest import (
     verify_directory,
     write_marker,
 )
+from project.provenance import product_provenance
 from project.regimes.grid import solution_continuation
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
@@ -69,9 +72,11 @@ def save_solution(
 
     A grid solution stores V and the policy indices per period; an EGM solution its endogenous
     grids (``EGMArrays``) and savings grid; a solution with regimes each regime's, under its
-    name. ``metadata.json`` records the method and the kernels; ``provenance`` goes to
-    ``provenance.json``, which is verified like every file but is not part of the content that
-    build tools compare (``project.persist.manifest``).
+    name. ``metadata.json`` records the method and the kernels. ``provenance.json`` holds the
+    product's provenance (``project.provenance.product_provenance`` of the metadata) updated
+    with ``provenance``; it is verified like every file but is not part of the content that
+    build tools compare (``project.persist.manifest``), so a new commit that solves to the same
+    arrays reruns nothing downstream.
     """
     if isinstance(solution, RegimeSolution):
         parts = {r: _solution_tree(s) for r, s in solution.solutions.items()}
@@ -89,6 +94,8 @@ def save_solution(
         "kernels": kernels,
         "versions": package_versions(),
     }
+    settings = json.loads(json.dumps({k: v for k, v in metadata.items() if k != "versions"}))
+    recorded = {**product_provenance(config=settings), **(provenance or {})}
     directory = Path(directory).absolute()
     marker = {"periods": solution.model.n_periods}
     with atomic_directory(
@@ -96,8 +103,7 @@ def save_solution(
     ) as staging:
         write_checkpoint(staging / "arrays", tree)
         _write_json(staging / "metadata.json", metadata)
-        if provenance is not None:
-            _write_json(staging / PROVENANCE_NAME, provenance)
+        _write_json(staging / PROVENANCE_NAME, recorded)
     return directory / MARKER_NAME
 
 
@@ -206,7 +212,7 @@ def read_metadata(directory: Path) -> dict[str, Any]:
 
 
 def read_provenance(directory: Path) -> dict[str, Any]:
-    """Return a solution's ``provenance.json`` (empty when it has none)."""
+    """Return a solution's ``provenance.json`` (empty when it has none, as older ones)."""
     path = Path(directory) / PROVENANCE_NAME
     if not path.is_file():
         return {}

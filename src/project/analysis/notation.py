@@ -1,0 +1,100 @@
+# ruff: noqa: RUF001, RUF002 (the paper's Greek letters)
+r"""The paper's notation for the tables: parameter symbols, variant, method and type names.
+
+Tables print no code identifiers: a parameter is its description and symbol (``crra``:
+"Relative risk aversion γ", as ``$\gamma$`` in LaTeX and ``$gamma$`` in Typst), a variant its
+display name (``low_pension``: "Low pension"), a method its name (``dcegm``: "DC-EGM").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from numbers import Integral
+
+from project.analysis import style
+from project.analysis.table_output import Symbol, latex_escape, typst_escape
+
+
+@dataclass(frozen=True)
+class Notation:
+    """A parameter's description and its symbol in Unicode, LaTeX math and Typst math."""
+
+    description: str
+    text: str = ""
+    latex: str = ""
+    typst: str = ""
+
+
+PARAMETERS: dict[str, Notation] = {
+    "crra": Notation("Relative risk aversion", "γ", r"\gamma", "gamma"),
+    "beta": Notation("Discount factor", "β", r"\beta", "beta"),
+    "disutility_of_work": Notation("Disutility of work", "δ_τ", r"\delta_\tau", "delta_tau"),
+    "taste_shock_scale": Notation(
+        "Taste-shock scale", "σ_ε", r"\sigma_\varepsilon", "sigma_epsilon"
+    ),
+    "r": Notation("Interest rate", "r", "r", "r"),
+    "wage": Notation("Wage level", "ω", r"\omega", "omega"),
+    "pension": Notation("Pension", "p", "p", "p"),
+    "income_rho": Notation("Income persistence", "ρ", r"\rho", "rho"),
+    "income_sigma": Notation("Income shock s.d.", "σ_z", r"\sigma_z", "sigma_z"),
+    "mandatory_retirement_age": Notation("Mandatory retirement age"),
+    "survival_probabilities": Notation("One-year survival", "s_t", "s_t", "s_t"),
+    "mortality_intercept": Notation("Mortality intercept"),
+    "mortality_slope": Notation("Mortality slope"),
+}
+"""The model's parameters in the paper's notation, in the order the parameter table shows."""
+
+
+def variant_name(name: str) -> str:
+    """Return a variant's printed name ("low_pension" -> "Low pension"), as the figures do."""
+    return style.variant_label(name)
+
+
+def method_name(method: str) -> str:
+    """Return a solution method's printed name ("dcegm" -> "DC-EGM")."""
+    return style.METHOD_NAMES.get(method) or _capitalised(method)
+
+
+def type_name(label: object) -> str:
+    """Return a preference type's printed name ("work_loving" -> "Work-loving", 1 -> "Type 1")."""
+    if isinstance(label, Integral):
+        return f"Type {label}"
+    return style.type_label(str(label))
+
+
+def parameter_label(name: str) -> Symbol:
+    """Return a parameter's description followed by its symbol, in every format's markup."""
+    notation = PARAMETERS.get(name) or Notation(_capitalised(name))
+    return described(notation.description, notation=notation)
+
+
+def described(text: str, *, notation: Notation) -> Symbol:
+    """Return ``text`` followed by ``notation``'s symbol (if it has one), per format."""
+    if not notation.text:
+        return Symbol(text=text, latex=latex_escape(text), typst=typst_escape(text))
+    return Symbol(
+        text=f"{text} {notation.text}",
+        latex=f"{latex_escape(text)} ${notation.latex}$",
+        typst=f"{typst_escape(text)} ${notation.typst}$",
+    )
+
+
+def plain_parameter(name: str) -> str:
+    """Return a parameter in running text: its one-letter symbol ("β") or its description."""
+    notation = PARAMETERS.get(name) or Notation(_capitalised(name))
+    if len(notation.text) == 1:
+        return notation.text
+    return notation.description[:1].lower() + notation.description[1:]
+
+
+def with_plain_parameters(text: str) -> str:
+    """Return ``text`` with the parameters' code names ("beta") replaced by ``plain_parameter``."""
+    names = sorted(PARAMETERS, key=len, reverse=True)
+    pattern = re.compile(r"\b(" + "|".join(re.escape(n) for n in names) + r")\b")
+    return pattern.sub(lambda match: plain_parameter(match.group(1)), text)
+
+
+def _capitalised(name: str) -> str:
+    text = str(name).replace("_", " ").strip()
+    return text[:1].upper() + text[1:]

@@ -1,0 +1,362 @@
+"""Every number of the paper's text, formatted, and the sentences that depend on results.
+
+``paper_numbers`` turns the build's products into the nested mapping that
+``task_paper_numbers`` writes to ``<bld>/paper/numbers.json`` and ``paper/paper.typ`` reads
+(``#n.est.baseline.crra``). Values are strings exactly as printed (negative numbers with a true
+minus sign), so a test can find each one in the PDF. A sentence whose direction depends on the
+results ("raises"/"lowers") is generated here, never typed in the paper.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from project.analysis.estimation import age_label
+from project.analysis.notation import type_name, variant_name
+from project.analysis.panel_statistics import weighted_mean, with_weights
+from project.analysis.style import method_name
+from project.analysis.tables import ALL_TYPES, RETIREMENT_AGE, retirement_age_table
+from project.calibration import load_calibration
+from project.estimation.products import SavedEstimation, load_estimation
+from project.persist.atomic import write_bytes_atomically
+from project.persist.bundle import load_table
+from project.persist.manifest import read_json_object
+from project.pipeline import solution_method
+from project.provenance import product_provenance
+
+MINUS = "\u2212"
+RERUN = "Run pytask to rebuild it."
+SYMBOLS = {"crra": "\u03b3", "beta": "\u03b2"}
+"""The estimated params' symbols in the text (gamma, beta)."""
+CONFIDENCE = 0.95
+RETIREMENT_AGE_DECIMALS = 1
+VARIANT_NAMES = {
+    "baseline": "the baseline",
+    "low_pension": "the low-pension variant",
+    "baseline_grid": "the baseline solved by grid search",
+}
+
+
+def number(value: float, *, decimals: int) -> str:
+    """Return ``value`` with ``decimals`` decimals and a true minus sign (U+2212)."""
+    text = f"{float(value):.{decimals}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")
+    return text.replace("-", MINUS)
+
+
+def percent(value: float, *, decimals: int = 1) -> str:
+    """Return the share ``value`` as a percentage ("12.5 %")."""
+    return f"{number(100 * float(value), decimals=decimals)} %"
+
+
+def _p_value(value: float) -> str:
+    return "< 0.001" if value < 1e-3 else number(value, decimals=3)
+
+
+def model_numbers(
+    *, specifications: Mapping[str, Mapping[str, Any]], female_share: float
+) -> dict[str, str]:
+    """Return the model's facts the text states (baseline's sizes and params, the cut)."""
+    baseline, cut = specifications["baseline"], specifications["low_pension"]
+    params, sizes = baseline["params"], baseline["sizes"]
+    start = int(sizes.get("start_age", 50))
+    n_periods = int(sizes["n_periods"])
+    return {
+        "start_age": str(start),
+        "end_age": str(start + n_periods - 1),
+        "n_periods": str(n_periods),
+        "mandatory_age": number(params["mandatory_retirement_age"], decimals=0),
+        "pension": number(params["pension"], decimals=2),
+        "pension_cut": number(cut["params"]["pension"], decimals=2),
+        "taste_scale": number(params["taste_shock_scale"], decimals=2),
+        "n_income": str(int(sizes.get("n_income", 5))),
+        "n_savings": str(int(sizes["n_savings"])),
+        "n_wealth": str(int(sizes["n_wealth"])),
+        "n_consumption": str(int(sizes["n_consumption"])),
+        "female_share": percent(female_share, decimals=0),
+    }
+
+
+def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, Any]:
+    """Return each variant's estimates, standard errors and J-test, and the moments' ages."""
+    numbers: dict[str, Any] = {"confidence": percent(CONFIDENCE, decimals=0)}
+    sentences = []
+    for variant, saved in estimates.items():
+        own: dict[str, str] = {}
+        for row in saved.estimates.itertuples(index=False):
+            decimals = 4 if row.param == "beta" else 3
+            own[row.param] = number(row.estimate, decimals=decimals)
+            own[f"{row.param}_se"] = number(row.std_error, decimals=decimals)
+        summary = saved.summary
+        own["j"] = number(summary["j_statistic"], decimals=2)
+        own["j_p"] = _p_value(summary["j_p_value"])
+        own["j_dof"] = str(int(summary["j_dof"]))
+        numbers[variant] = own
+        sentences.append(_estimation_sentence(variant, own, saved))
+    first = next(iter(estimates.values()))
+    ages = [age_label(m) for m in first.moments["moment"]]
+    numbers["ages"] = f"{ages[0]} to {ages[-1]}".replace("-", "\u2013")
+    numbers["n_subjects"] = f"{int(first.summary['settings']['n_subjects']):,}"
+    return {"numbers": numbers, "sentence": " ".join(sentences)}
+
+
+def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstimation) -> str:
+    estimated = ", ".join(
+        f"{SYMBOLS.get(p, p)} = {own[p]} (s.e. {own[f'{p}_se']})" for p in saved.estimates["param"]
+    )
+    rejects = saved.summary["j_p_value"] < 1 - CONFIDENCE
+    verdict = "rejects" if rejects else "does not reject"
+    sentence = (
+        f"For {VARIANT_NAMES.get(variant, variant)}, {estimated}; the J-test {verdict} the "
+        f"over-identifying restrictions at the {percent(1 - CONFIDENCE, decimals=0)} level "
+        f"(J = {own['j']} with {own['j_dof']} degree{'' if own['j_dof'] == '1' else 's'} of "
+        f"freedom, p {_p_relation(own['j_p'])})."
+    )
+    at_bound = saved.summary.get("params_at_bound", [])
+    if at_bound:
+        names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
+        sentence += (
+            f" The estimate of {names} lies at its bound, so its standard error is not reliable."
+        )
+    return sentence
+
+
+def _p_relation(p_text: str) -> str:
+    return p_text if p_text.startswith("<") else f"= {p_text}"
+
+
+def retirement_ages(
+    *, panels: Mapping[str, pd.DataFrame], weights: Mapping[str, pd.DataFrame]
+) -> dict[str, dict[str, float]]:
+    """Return each variant's mean retirement age by type, as its table prints them (weighted)."""
+    table = retirement_age_table(panels=panels, weights=weights)
+    ages: dict[str, dict[str, float]] = {}
+    for variant in panels:
+        rows = table[(table["Variant"] == variant_name(variant)) & (table["Type"] != ALL_TYPES)]
+        ages[variant] = dict(zip(rows["Type"], rows[RETIREMENT_AGE].astype(float), strict=True))
+    return ages
+
+
+def mean_wealth_at(*, panel: pd.DataFrame, weights: pd.DataFrame | None, age: float) -> float:
+    """Return the weighted mean wealth of the living at ``age``."""
+    frame = with_weights(panel=panel, weights=weights)
+    rows = frame[frame["age"] == age]
+    return weighted_mean(rows["wealth"], rows["weight"])
+
+
+def results_numbers(
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame],
+    mandatory_age: float,
+) -> dict[str, Any]:
+    """Return retirement ages by type and variant, and the cut's effect on wealth."""
+    ages = retirement_ages(panels=panels, weights=weights)
+    numbers: dict[str, Any] = {
+        v: {t: number(a, decimals=RETIREMENT_AGE_DECIMALS) for t, a in by_type.items()}
+        for v, by_type in ages.items()
+    }
+    results = (
+        "In the baseline, "
+        + joined([f"{t.lower()} households retire at {a}" for t, a in numbers["baseline"].items()])
+        + " on average."
+    )
+    probe = mandatory_age - 1
+    wealth = {
+        v: mean_wealth_at(panel=panels[v], weights=weights.get(v), age=probe)
+        for v in ("baseline", "low_pension")
+    }
+    change = wealth["low_pension"] / wealth["baseline"] - 1
+    numbers["wealth_change"] = percent(abs(change))
+    numbers["probe_age"] = number(probe, decimals=0)
+    direction = "raises" if change > 0 else "lowers"
+    moves = []
+    for pref_type, before in ages["baseline"].items():
+        old, new = numbers["baseline"][pref_type], numbers["low_pension"][pref_type]
+        shift = ages["low_pension"][pref_type] - before
+        if old == new:
+            moves.append(f"{pref_type.lower()} households keep retiring at {old} on average")
+            continue
+        verb = "postpone" if shift > 0 else "advance"
+        moves.append(
+            f"{pref_type.lower()} households {verb} retirement on average (from {old} to {new})"
+        )
+    counterfactual = (
+        f"The cut {direction} mean wealth at age {numbers['probe_age']} by "
+        f"{numbers['wealth_change']}, and " + joined(moves) + "."
+    )
+    return {"numbers": numbers, "results": results, "counterfactual": counterfactual}
+
+
+def calibration_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """Return the smallest effective-sample share and the largest weight ratio of all variants."""
+    ess = [float(s["weights"]["effective_sample_share"]) for s in summaries.values()]
+    ratio = [float(s["weights"]["max_weight_ratio"]) for s in summaries.values()]
+    return {"ess_min": percent(min(ess)), "max_weight": number(max(ratio), decimals=2)}
+
+
+def method_sentence(methods: Mapping[str, str], *, sizes: Mapping[str, Any]) -> str:
+    """Return which method solved which variant (read from the saved solutions) and the check."""
+    by_method: dict[str, list[str]] = {}
+    for variant, method in methods.items():
+        by_method.setdefault(method_name(method), []).append(VARIANT_NAMES.get(variant, variant))
+    parts = [f"{joined(names)} by {method}" for method, names in by_method.items()]
+    sentence = "The build solved " + "; ".join(parts) + "."
+    if "baseline_grid" in methods:
+        sentence += (
+            " As a cross-check, it also solves the baseline by grid search over "
+            f"{sizes['n_consumption']} consumption points at each of {sizes['n_wealth']} wealth "
+            "points (the variant \u201cBaseline (grid search)\u201d)."
+        )
+    return sentence
+
+
+def provenance_numbers(provenance: Mapping[str, str]) -> dict[str, Any]:
+    """Return the build's commit, dirty flag, date and versions, and the PDF's keywords."""
+    versions = json.loads(provenance["versions"])
+    commit = provenance["commit"]
+    dirty = {"true": "with uncommitted changes", "false": "clean"}.get(
+        provenance["dirty"], "no git checkout"
+    )
+    return {
+        "commit": commit[:12] if commit != "unknown" else commit,
+        "dirty": dirty,
+        "build_date": provenance["build_date"],
+        "python": provenance["python"],
+        **{name.replace("-", "_"): versions.get(name, "absent") for name in versions},
+        "keywords": [f"{k}={v}" for k, v in sorted(provenance.items()) if k != "versions"]
+        + [f"{k}={v}" for k, v in sorted(versions.items())],
+    }
+
+
+def paper_numbers(
+    *,
+    specifications: Mapping[str, Mapping[str, Any]],
+    methods: Mapping[str, str],
+    estimates: Mapping[str, SavedEstimation],
+    calibration_summaries: Mapping[str, Mapping[str, Any]],
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame],
+    welfare: Mapping[str, Any],
+    validation: Mapping[str, Any],
+    provenance: Mapping[str, str],
+    female_share: float,
+) -> dict[str, Any]:
+    """Return the nested mapping of every number and result sentence of the paper."""
+    model = model_numbers(specifications=specifications, female_share=female_share)
+    model["n_subjects"] = f"{panels['baseline']['subject_id'].nunique():,}"
+    estimation = estimation_numbers(estimates)
+    results = results_numbers(
+        panels=panels,
+        weights=weights,
+        mandatory_age=float(specifications["baseline"]["params"]["mandatory_retirement_age"]),
+    )
+    welfare_text = welfare_sentence(welfare)
+    return {
+        "model": model,
+        "est": estimation["numbers"],
+        "calibration": calibration_numbers(calibration_summaries),
+        "results": results["numbers"],
+        "welfare": dict(welfare["numbers"]),
+        "validation": dict(validation["numbers"]),
+        "provenance": provenance_numbers(provenance),
+        "text": {
+            "abstract_result": welfare_text["abstract"],
+            "method": method_sentence(methods, sizes=specifications["baseline"]["sizes"]),
+            "validation": validation["sentence"],
+            "estimation": estimation["sentence"],
+            "results": results["results"],
+            "counterfactual": results["counterfactual"],
+            "welfare": welfare_text["sentence"],
+            "robustness": robustness_sentence(panels=panels, validation=validation),
+        },
+    }
+
+
+def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
+    """Return the abstract's and the counterfactual section's sentences on welfare."""
+    overall = float(welfare["lambda"])
+    size = percent(abs(overall), decimals=2)
+    verb = "loss" if overall < 0 else "gain"
+    by_type = "; ".join(
+        f"{type_name(t).lower()} households {percent(v, decimals=2)}"
+        for t, v in welfare["lambda_by_type"].items()
+    )
+    return {
+        "abstract": f"The cut is a welfare {verb} worth {size} of consumption in every period "
+        "and state.",
+        "sentence": f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)} "
+        f"({by_type}).",
+    }
+
+
+def robustness_sentence(
+    *, panels: Mapping[str, pd.DataFrame], validation: Mapping[str, Any]
+) -> str:
+    """Return the robustness paragraph: DC-EGM against grid search, and the grid's resolution."""
+    if "baseline_grid" not in panels:
+        return str(validation.get("robustness", ""))
+    shares = {}
+    for variant in ("baseline", "baseline_grid"):
+        living = panels[variant][panels[variant]["regime"].astype(str) != "dead"]
+        retired = living["regime"].astype(str).eq("retired")
+        shares[variant] = retired.groupby(living["age"]).mean()
+    gap = float(np.max(np.abs(shares["baseline"] - shares["baseline_grid"])))
+    wealth = {
+        v: panels[v][panels[v]["regime"].astype(str) != "dead"]["wealth"].mean()
+        for v in ("baseline", "baseline_grid")
+    }
+    wealth_gap = abs(wealth["baseline_grid"] / wealth["baseline"] - 1)
+    return (
+        "Solving the baseline by grid search instead of DC-EGM changes the share retired at "
+        f"any age by at most {percent(gap)} points and mean wealth by {percent(wealth_gap)}. "
+        + str(validation.get("robustness", ""))
+    )
+
+
+def joined(items: Sequence[str]) -> str:
+    """Return "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def write_paper_numbers(
+    *,
+    specification_files: Mapping[str, Path],
+    solution_directories: Mapping[str, Path],
+    estimation_directories: Mapping[str, Path],
+    calibration_directories: Mapping[str, Path],
+    bundle_directories: Mapping[str, Path],
+    results: Mapping[str, Path],
+    female_share: float,
+    path: Path,
+) -> Path:
+    """Read the products (each verified by its loader) and write the paper's numbers to ``path``."""
+    specifications = {v: json.loads(Path(p).read_text()) for v, p in specification_files.items()}
+    calibrations = {v: load_calibration(d) for v, d in calibration_directories.items()}
+    numbers = paper_numbers(
+        specifications=specifications,
+        methods={v: solution_method(directory=d) for v, d in solution_directories.items()},
+        estimates={v: load_estimation(d) for v, d in estimation_directories.items()},
+        calibration_summaries={v: c.summary for v, c in calibrations.items()},
+        panels={v: load_table(d) for v, d in bundle_directories.items()},
+        weights={v: c.weights for v, c in calibrations.items()},
+        welfare=read_json_object(
+            results["welfare"], kind="welfare", hint=RERUN, required=("numbers",)
+        ),
+        validation=read_json_object(
+            results["validation"], kind="validation", hint=RERUN, required=("numbers",)
+        ),
+        provenance=product_provenance(config=specifications),
+        female_share=female_share,
+    )
+    text = json.dumps(numbers, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    write_bytes_atomically(Path(path), text.encode())
+    return Path(path)

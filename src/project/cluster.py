@@ -1,0 +1,29 @@
+"""The SLURM backend of ``pytask --parallel-backend custom`` (registered in tasks.py)."""
+
+from __future__ import annotations
+
+import shutil
+from concurrent.futures import Executor
+
+from project.config import SLURM_CLUSTER
+from project.errors import ConfigurationError
+
+
+def slurm_executor(n_workers: int) -> Executor:
+    """Return a dask executor whose workers are SLURM jobs (``--parallel-backend custom``).
+
+    Needs the optional dependencies: ``uv sync --extra cluster``. Settings: ``SLURM_CLUSTER``
+    in src/project/config.py.
+    """
+    if shutil.which("sbatch") is None:
+        msg = (
+            "--parallel-backend custom starts SLURM jobs, but `sbatch` is not on PATH: run it "
+            "on a SLURM login node, or use `pytask -n K` (loky) on this machine."
+        )
+        raise ConfigurationError(msg)
+    from dask_jobqueue import SLURMCluster  # noqa: PLC0415
+    from distributed import Client  # noqa: PLC0415
+
+    cluster = SLURMCluster(**SLURM_CLUSTER)
+    cluster.scale(jobs=n_workers)
+    return Client(cluster).get_executor()

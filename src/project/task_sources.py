@@ -1,0 +1,92 @@
+"""The source files each pipeline task runs, declared as its dependencies (tasks.py).
+
+pytask does not follow imports: a task that calls library code depends on that code's files
+only through these lists, so an edit to a module reruns exactly the tasks that run it. The
+fingerprinted tasks (solve, estimate) also hash their lists into their fingerprints.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from project.config import PAPER, SRC
+
+
+def _modules(*folders: str) -> list[Path]:
+    return sorted(p for folder in folders for p in (SRC / folder).rglob("*.py"))
+
+
+def _files(*names: str) -> list[Path]:
+    return [SRC / name for name in names]
+
+
+MODEL_SOURCES = [
+    *sorted(p for folder in ("model", "models") for p in (SRC / folder).glob("*.py")),
+    *_files("grids.py", "errors.py", "shocks.py", "taste_shocks.py", "regimes/spec.py"),
+]
+"""The modules that define a variant's model (its specification's ``description``)."""
+ENGINE_SOURCES = [
+    *_modules("model", "solver", "egm", "regimes", "models"),
+    *_files(
+        "grids.py",
+        "points.py",
+        "devices.py",
+        "errors.py",
+        "shocks.py",
+        "taste_shocks.py",
+        "_xla.py",
+    ),
+]
+"""Every module the solve imports (the model, both solvers, the shared helpers)."""
+PROVENANCE_SOURCES = _files("provenance.py")
+PERSIST_SOURCES = [*_modules("persist"), *PROVENANCE_SOURCES]
+PIPELINE_SOURCE = SRC / "pipeline.py"
+SIMULATION_SOURCES = _modules("simulation")
+ANALYSIS_BASE = _files(
+    "analysis/style.py",
+    "analysis/profiles.py",
+    "analysis/notation.py",
+    "calibration/panel.py",
+    "provenance.py",
+)
+FIGURE_SOURCES = [*_files("analysis/figures.py", "analysis/policy_figures.py"), *ANALYSIS_BASE]
+CALIBRATION_SOURCES = [*_modules("calibration"), *_files("analysis/style.py"), *PROVENANCE_SOURCES]
+TABLE_OUTPUT = _files("analysis/table_output.py", "analysis/panel_statistics.py")
+TABLE_SOURCES = [
+    *_files("analysis/tables.py", "calibration/weighting.py"),
+    *TABLE_OUTPUT,
+    *ANALYSIS_BASE,
+]
+DATA_SOURCES = [*_modules("data"), *_files("errors.py", "persist/atomic.py"), *PROVENANCE_SOURCES]
+"""The modules the data preparation runs."""
+SOLVE_SOURCES = [*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE]
+"""What the solve task depends on and its fingerprint hashes."""
+ESTIMATE_SOURCES = [
+    *_modules("estimation"),
+    *ENGINE_SOURCES,
+    *SIMULATION_SOURCES,
+    *PERSIST_SOURCES,
+    PIPELINE_SOURCE,
+]
+"""What the estimation task depends on and its fingerprint hashes (it solves and simulates)."""
+ESTIMATION_REPORT_SOURCES = [
+    *_files("analysis/estimation.py", "analysis/tables.py"),
+    *ANALYSIS_BASE,
+]
+VALIDATION_SOURCES = [
+    *_files("analysis/validation.py", "analysis/accuracy.py"),
+    *TABLE_OUTPUT,
+    *ENGINE_SOURCES,
+    *PERSIST_SOURCES,
+    PIPELINE_SOURCE,
+]
+WELFARE_SOURCES = [*_files("analysis/welfare.py"), *SIMULATION_SOURCES, *SOLVE_SOURCES]
+NUMBERS_SOURCES = [
+    *_files("analysis/numbers.py", "analysis/estimation.py"),
+    *ANALYSIS_BASE,
+]
+PAPER_SOURCES = [
+    *(PAPER / name for name in ("paper.typ", "template.typ", "references.bib")),
+    *_files("analysis/paper.py"),
+]
+CATALOGUE_SOURCES = _files("catalogue.py", "provenance.py", "persist/atomic.py")

@@ -1,0 +1,137 @@
+"""The paper's source holds no typed number; the paper compiler fails loudly, not silently.
+
+The built paper itself (sections, resolved references, every number equal to the products') is
+checked on the smoke build in tests/pipeline/test_incremental.py.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from project.analysis.numbers import number, paper_numbers, percent, provenance_numbers
+from project.analysis.paper import PAPER_FIGURES, PAPER_TABLES, compile_paper, paper_inputs
+from project.config import PAPER, ROOT
+from project.errors import PaperError
+
+MATH = re.compile(r"\$[^$]*\$", re.DOTALL)
+COMMENT = re.compile(r"//[^\n]*")
+LABEL = re.compile(r"<[a-z_:-]+>")
+
+
+def prose_of(source: str) -> str:
+    """Return the Typst source without comments, labels and math."""
+    return MATH.sub(" ", LABEL.sub(" ", COMMENT.sub(" ", source)))
+
+
+def test_the_paper_types_no_number_outside_math():
+    source = (PAPER / "paper.typ").read_text()
+    digits = [
+        (i + 1, line.strip())
+        for i, line in enumerate(prose_of(source).splitlines())
+        if re.search(r"\d", line)
+    ]
+    assert digits == [], f"typed numbers in paper/paper.typ (use n.*): {digits}"
+
+
+def test_math_holds_no_result_only_structural_constants():
+    source = COMMENT.sub(" ", (PAPER / "paper.typ").read_text())
+    numbers_in_math = [m for block in MATH.findall(source) for m in re.findall(r"\d+\.?\d*", block)]
+    assert set(numbers_in_math) <= {"1"}, numbers_in_math
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [("Risk aversion is 2.5 here.", True), ("$a_(t+1)$ and #n.model.pension", False)],
+)
+def test_the_digit_rule_catches_a_typed_number(source, found):
+    assert bool(re.search(r"\d", prose_of(source))) is found
+
+
+def test_the_paper_includes_exactly_the_declared_inputs():
+    source = (PAPER / "paper.typ").read_text()
+    figures = re.findall(r'figure-file\("([a-z_]+)"\)', source)
+    tables = re.findall(r'table-file\("([a-z_]+)"\)', source)
+    assert sorted(figures) == sorted(PAPER_FIGURES)
+    assert sorted(tables) == sorted(PAPER_TABLES)
+    for stem in PAPER_TABLES:
+        assert f"@tab:{stem}" in source, f"table {stem} is never referred to"
+    inputs = paper_inputs(bld=Path("bld"))
+    assert inputs["numbers"] == Path("bld/paper/numbers.json")
+    assert inputs["table_validation"] == Path("bld/tables/validation.typ")
+
+
+def test_numbers_are_printed_with_a_true_minus_and_no_negative_zero():
+    assert number(-0.25, decimals=2) == "\u22120.25"
+    assert number(-0.0001, decimals=2) == "0.00"
+    assert percent(0.125) == "12.5 %"
+
+
+def test_provenance_keywords_name_the_commit_and_the_versions():
+    provenance = {
+        "commit": "a" * 40,
+        "dirty": "true",
+        "build_date": "2026-11-24T00:00:00Z",
+        "config_digest": "none",
+        "seed": "none",
+        "python": "3.11.7",
+        "versions": json.dumps({"jax": "0.10.2", "typst": "0.15.2"}),
+    }
+    numbers = provenance_numbers(provenance)
+    assert numbers["commit"] == "a" * 12
+    assert numbers["dirty"] == "with uncommitted changes"
+    assert numbers["jax"] == "0.10.2"
+    assert f"commit={'a' * 40}" in numbers["keywords"]
+    assert "typst=0.15.2" in numbers["keywords"]
+
+
+def test_paper_numbers_needs_every_section(tmp_path):
+    with pytest.raises(KeyError):
+        paper_numbers(
+            specifications={},
+            methods={},
+            estimates={},
+            calibration_summaries={},
+            panels={},
+            welfare={},
+            validation={},
+            provenance={},
+            female_share=0.5,
+        )
+
+
+def _tiny_paper(root: Path, text: str) -> Path:
+    source = root / "paper" / "doc.typ"
+    source.parent.mkdir(parents=True)
+    source.write_text(text)
+    return source
+
+
+def test_a_missing_generated_input_names_the_file(tmp_path):
+    source = _tiny_paper(tmp_path, "= Title\n")
+    with pytest.raises(PaperError, match=r"numbers\.json"):
+        compile_paper(
+            source=source, document=tmp_path / "out.pdf", bld=tmp_path / "bld", root=tmp_path
+        )
+    assert not (tmp_path / "out.pdf").exists()
+
+
+def test_a_broken_reference_fails_the_paper_and_leaves_the_old_pdf(tmp_path, monkeypatch):
+    bld = tmp_path / "bld"
+    for path in paper_inputs(bld=bld).values():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"")
+    document = tmp_path / "out.pdf"
+    document.write_bytes(b"old")
+    source = _tiny_paper(tmp_path, "= Title\nSee @fig:nowhere.\n")
+    with pytest.raises(PaperError, match="nowhere"):
+        compile_paper(source=source, document=document, bld=bld, root=tmp_path)
+    assert document.read_bytes() == b"old"
+
+
+def test_a_build_root_outside_the_paper_root_is_refused(tmp_path):
+    with pytest.raises(PaperError, match="not inside"):
+        compile_paper(
+            source=PAPER / "paper.typ", document=tmp_path / "p.pdf", bld=tmp_path, root=ROOT
+        )
