@@ -81,10 +81,7 @@ VALIDATION_SOURCES = [
     PIPELINE_SOURCE,
 ]
 WELFARE_SOURCES = [*_files("analysis/welfare.py"), *SIMULATION_SOURCES, *SOLVE_SOURCES]
-NUMBERS_SOURCES = [
-    *_files("analysis/numbers.py", "analysis/estimation.py"),
-    *ANALYSIS_BASE,
-]
+NUMBERS_SOURCES = [*_files("analysis/numbers.py", "analysis/estimation.py"), *TABLE_SOURCES]
 PAPER_SOURCES = [
     *(PAPER / name for name in ("paper.typ", "template.typ", "references.bib")),
     *_files("analysis/paper.py"),
