@@ -8,9 +8,10 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from project.analysis.numbers import number, paper_numbers, percent, provenance_numbers
+from project.analysis.numbers import number, percent, provenance_numbers
 from project.analysis.paper import PAPER_FIGURES, PAPER_TABLES, compile_paper, paper_inputs
 from project.config import PAPER, ROOT
 from project.errors import PaperError
@@ -86,21 +87,6 @@ def test_provenance_keywords_name_the_commit_and_the_versions():
     assert "typst=0.15.2" in numbers["keywords"]
 
 
-def test_paper_numbers_needs_every_section(tmp_path):
-    with pytest.raises(KeyError):
-        paper_numbers(
-            specifications={},
-            methods={},
-            estimates={},
-            calibration_summaries={},
-            panels={},
-            welfare={},
-            validation={},
-            provenance={},
-            female_share=0.5,
-        )
-
-
 def _tiny_paper(root: Path, text: str) -> Path:
     source = root / "paper" / "doc.typ"
     source.parent.mkdir(parents=True)
@@ -135,3 +121,61 @@ def test_a_build_root_outside_the_paper_root_is_refused(tmp_path):
         compile_paper(
             source=PAPER / "paper.typ", document=tmp_path / "p.pdf", bld=tmp_path, root=ROOT
         )
+
+
+def test_the_method_sentence_names_the_method_read_from_each_solution():
+    from project.analysis.numbers import method_sentence
+
+    sizes = {"n_consumption": 100, "n_wealth": 80}
+    both = method_sentence(
+        {"baseline": "dcegm", "low_pension": "dcegm", "baseline_grid": "grid"}, sizes=sizes
+    )
+    assert both.startswith("The build solved the baseline and the low-pension variant by DC-EGM.")
+    assert "by grid search over 100 consumption points at each of 80 wealth points" in both
+    alone = method_sentence({"baseline": "grid", "low_pension": "dcegm"}, sizes=sizes)
+    assert (
+        alone == "The build solved the baseline by grid search; the low-pension variant by DC-EGM."
+    )
+
+
+def _panel(retire_ages: dict[int, float]) -> pd.DataFrame:
+    rows = []
+    for subject, age_retired in retire_ages.items():
+        for age in (60.0, 61.0, 62.0):
+            retired = "retired" if age >= age_retired else "working"
+            rows.append(
+                {
+                    "subject_id": subject,
+                    "age": age,
+                    "regime": "retired" if age > age_retired else "working",
+                    "retirement": retired,
+                    "pref_type": "work_loving",
+                    "wealth": 1.0 + subject,
+                    "consumption": 0.5,
+                }
+            )
+    frame = pd.DataFrame(rows)
+    for column in ("regime", "retirement", "pref_type"):
+        frame[column] = frame[column].astype("category")
+    frame["regime"] = frame["regime"].cat.set_categories(["working", "retired", "dead"])
+    return frame
+
+
+def test_results_sentences_follow_the_numbers():
+    from project.analysis.numbers import results_numbers
+
+    same = results_numbers(
+        panels={"baseline": _panel({0: 61.0}), "low_pension": _panel({0: 61.0})},
+        weights={},
+        mandatory_age=62.0,
+    )
+    assert "keep retiring at 61.0" in same["counterfactual"]
+    assert ("lowers" not in same["counterfactual"] and "raises" not in same["counterfactual"]) or (
+        "by 0.0 %" in same["counterfactual"]
+    )
+    later = results_numbers(
+        panels={"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 62.0})},
+        weights={},
+        mandatory_age=62.0,
+    )
+    assert "postpone retirement on average (from 60.0 to 62.0)" in later["counterfactual"]

@@ -99,7 +99,8 @@ def test_a_solution_compared_with_itself_has_no_gaps_and_another_has(small):
 
 def test_scientific_numbers_in_each_markup():
     cell = scientific(3.21e-6)
-    assert cell.text == "3.2 \u00d7 10^\u22126"
+    assert cell.text == "3.2 \u00d7 10\u207b\u2076"  # 10 to the minus sixth, in superscripts
+    assert scientific(15.0).text == "1.5 \u00d7 10\u00b9"
     assert cell.latex == r"$3.2 \times 10^{-6}$"
     assert cell.typst == "$3.2 times 10^(-6)$"
     assert scientific(0.0).text == "0"

@@ -206,12 +206,15 @@ def method_sentence(methods: Mapping[str, str], *, sizes: Mapping[str, Any]) -> 
     """Return which method solved which variant (read from the saved solutions) and the check."""
     by_method: dict[str, list[str]] = {}
     for variant, method in methods.items():
+        if variant == "baseline_grid":  # the cross-check: its own sentence below
+            continue
         by_method.setdefault(method_name(method), []).append(VARIANT_NAMES.get(variant, variant))
     parts = [f"{joined(names)} by {method}" for method, names in by_method.items()]
     sentence = "The build solved " + "; ".join(parts) + "."
     if "baseline_grid" in methods:
+        check = method_name(methods["baseline_grid"])
         sentence += (
-            " As a cross-check, it also solves the baseline by grid search over "
+            f" As a cross-check, it also solves the baseline by {check} over "
             f"{sizes['n_consumption']} consumption points at each of {sizes['n_wealth']} wealth "
             "points (the variant \u201cBaseline (grid search)\u201d)."
         )
@@ -316,8 +319,8 @@ def robustness_sentence(
     wealth_gap = abs(wealth["baseline_grid"] / wealth["baseline"] - 1)
     return (
         "Solving the baseline by grid search instead of DC-EGM changes the share retired at "
-        f"any age by at most {percent(gap)} points and mean wealth by {percent(wealth_gap)}. "
-        + str(validation.get("robustness", ""))
+        f"any age by at most {number(100 * gap, decimals=1)} percentage points and mean "
+        f"wealth by {percent(wealth_gap)}. " + str(validation.get("robustness", ""))
     )
 
 
