@@ -64,7 +64,7 @@ from project.analysis.paper import paper_inputs
 from project.cluster import slurm_executor
 from project.data.vendored import vendored_path
 from project.logs import log_to_file
-from project.nodes import directory_product
+from project.nodes import directory_product, source_files
 from project.persist import MARKER_NAME
 from project.task_sources import (
     CALIBRATION_SOURCES,
@@ -140,10 +140,10 @@ for variant in VARIANTS.values():
     @task(id=variant.name, kwargs={"variant_json": _hashed(model_fields)})
     def task_define_model(
         variant_json: str,
-        model_sources: list[Path] = MODEL_SOURCES,
+        model_sources: list[Path] = source_files(MODEL_SOURCES),
         pipeline_source: Path = PIPELINE_SOURCE,
         life_table_file: Path = vendored_path("us_life_table"),
-        data_sources: list[Path] = DATA_SOURCES,
+        data_sources: list[Path] = source_files(DATA_SOURCES),
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification (only when it changed)."""
@@ -156,7 +156,7 @@ for variant in VARIANTS.values():
     @task(id=variant.name)
     def task_solve(
         specification_file: Path = variant_dir / "model.json",
-        sources: list[Path] = SOLVE_SOURCES,
+        sources: list[Path] = source_files(SOLVE_SOURCES),
         produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date and intact)."""
@@ -177,8 +177,8 @@ for variant in VARIANTS.values():
         settings_json: str,
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
-        simulation_sources: list[Path] = SIMULATION_SOURCES,
-        persist_sources: list[Path] = PERSIST_SOURCES,
+        simulation_sources: list[Path] = source_files(SIMULATION_SOURCES),
+        persist_sources: list[Path] = source_files(PERSIST_SOURCES),
         pipeline_source: Path = PIPELINE_SOURCE,
         produces: dict[str, Path] = simulation_products,
     ) -> None:
@@ -203,7 +203,7 @@ for variant in VARIANTS.values():
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         targets_file: Path = CALIBRATION["targets"],
-        calibration_sources: list[Path] = CALIBRATION_SOURCES,
+        calibration_sources: list[Path] = source_files(CALIBRATION_SOURCES),
         variant_name: str = variant.name,
         produces: Path = directory_product(calibration_dir / MARKER_NAME),
     ) -> None:
@@ -235,7 +235,7 @@ for variant in VARIANTS.values():
             distribution_json: str,
             specification_file: Path = variant_dir / "model.json",
             moments_file: Path = DATA_PRODUCTS["moments"],
-            sources: list[Path] = ESTIMATE_SOURCES,
+            sources: list[Path] = source_files(ESTIMATE_SOURCES),
             produces: Path = directory_product(variant_dir / "estimation" / MARKER_NAME),
         ) -> None:
             """Estimate the variant's preferences from the SCF moments by MSM."""
@@ -255,7 +255,7 @@ for variant in VARIANTS.values():
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = FIGURE_SOURCES,
+        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
         """Plot V and consumption against wealth by age and type, where subjects live."""
@@ -278,7 +278,7 @@ for variant in VARIANTS.values():
     def task_plot_lifecycle_profiles(
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = FIGURE_SOURCES,
+        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
     ) -> None:
@@ -299,7 +299,7 @@ for variant in VARIANTS.values():
     def task_plot_retirement_policy(
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = FIGURE_SOURCES,
+        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"retirement_policy_{variant.name}"),
     ) -> None:
@@ -322,7 +322,7 @@ def task_prepare_data(
     settings_json: str,
     scf_file: Path = vendored_path("scf_wealth_income_stats"),
     life_table_file: Path = vendored_path("us_life_table"),
-    data_sources: list[Path] = DATA_SOURCES,
+    data_sources: list[Path] = source_files(DATA_SOURCES),
     produces: dict[str, Path] = DATA_PRODUCTS,
 ) -> None:
     """Write the SCF moments by age group and the survival probabilities (checksums checked)."""
@@ -357,7 +357,7 @@ ESTIMATION_REPORT_PRODUCTS = {
 def task_estimation_report(
     settings_json: str,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
-    analysis_sources: list[Path] = ESTIMATION_REPORT_SOURCES,
+    analysis_sources: list[Path] = source_files(ESTIMATION_REPORT_SOURCES),
     produces: dict[str, Path] = ESTIMATION_REPORT_PRODUCTS,
 ) -> None:
     """Tabulate the estimates and the moment fit; plot model against SCF data by age."""
@@ -375,7 +375,7 @@ def task_estimation_report(
 
 def task_plot_variant_comparison(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    analysis_sources: list[Path] = FIGURE_SOURCES,
+    analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
     """Compare retirement, consumption and wealth profiles across variants, by type."""
@@ -405,7 +405,7 @@ def task_summary_tables(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     specification_files: dict[str, Path] = SPECIFICATIONS,
-    analysis_sources: list[Path] = TABLE_SOURCES,
+    analysis_sources: list[Path] = source_files(TABLE_SOURCES),
     produces: dict[str, dict[str, Path]] = SUMMARY_TABLES,
 ) -> None:
     """Tabulate the living's outcomes and retirement ages by variant and type (weighted)."""
@@ -426,7 +426,7 @@ def task_summary_tables(
 def task_parameter_table(
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
-    analysis_sources: list[Path] = TABLE_SOURCES,
+    analysis_sources: list[Path] = source_files(TABLE_SOURCES),
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
     """Tabulate the model parameters, grid sizes and solution method of every variant."""
@@ -449,7 +449,7 @@ def task_validate_solution_method(
     specification_file: Path = SPECIFICATIONS[DEFAULT_VARIANT],
     solution_marker: Path = SOLUTION_MARKERS[DEFAULT_VARIANT],
     grid_markers: dict[str, Path] = GRID_SOLUTION_MARKERS,
-    sources: list[Path] = VALIDATION_SOURCES,
+    sources: list[Path] = source_files(VALIDATION_SOURCES),
     produces: dict[str, Path] = VALIDATION_PRODUCTS,
 ) -> None:
     """Measure the method's accuracy: analytical oracle, Euler errors, grid convergence."""
@@ -471,7 +471,7 @@ def task_welfare(
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    sources: list[Path] = WELFARE_SOURCES,
+    sources: list[Path] = source_files(WELFARE_SOURCES),
     produces: Path = RESULTS["welfare"],
 ) -> None:
     """Measure the pension cut's welfare effect as a consumption equivalent."""
@@ -497,7 +497,7 @@ def task_paper_numbers(
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     results: dict[str, Path] = RESULTS,
-    sources: list[Path] = NUMBERS_SOURCES,
+    sources: list[Path] = source_files(NUMBERS_SOURCES),
     produces: Path = BLD / "paper" / "numbers.json",
 ) -> None:
     """Write every number and result sentence of the paper, from the products."""
@@ -517,7 +517,7 @@ def task_paper_numbers(
 
 def task_compile_paper(
     inputs: dict[str, Path] = paper_inputs(bld=BLD),
-    sources: list[Path] = PAPER_SOURCES,
+    sources: list[Path] = source_files(PAPER_SOURCES),
     produces: Path = BLD / "paper" / "paper.pdf",
 ) -> None:
     """Compile the paper (Typst) from the generated numbers, figures and tables."""
@@ -557,7 +557,7 @@ def task_catalogue(
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     data_products: dict[str, Path] = DATA_PRODUCTS,
-    sources: list[Path] = CATALOGUE_SOURCES,
+    sources: list[Path] = source_files(CATALOGUE_SOURCES),
     produces: Path = BLD / "index.md",
 ) -> None:
     """List every product with its description, size and checksum; embed the figures."""

@@ -110,7 +110,7 @@ GRID_SIZES = {name: size for name, size in SIZES.items() if name != "n_savings"}
 SIMULATION = (
     SimulationSettings()
     if PROFILE == "default"
-    else SimulationSettings(n_subjects=400, subject_batch_size=150)
+    else SimulationSettings(n_subjects=400, subject_batch_size=400)
 )
 
 CALIBRATION: dict[str, Any] = {
@@ -167,9 +167,10 @@ class EstimationSettings:
     by optimagic's TikTak multistart with ``n_starts`` local searches, keeping the better
     (``project.estimation.variant``); derivatives are central differences with steps
     ``relative_step`` times the param (the simulated moments jump when a subject's discrete
-    choice flips: steps must be well above those jumps). ``crra`` may fall below 1 (utility
-    stays CRRA; exactly 1, log utility, is not a point the search can reach in practice, and a
-    non-finite moment there would stop it with an ``EstimationError``).
+    choice flips: steps must be well above those jumps); ``x64``: in float64 (the smoke
+    profile estimates in float32, reusing the programs its solve compiled). ``crra`` may fall
+    below 1 (utility stays CRRA; exactly 1, log utility, is not a point the search can reach
+    in practice, and a non-finite moment there would stop it with an ``EstimationError``).
     """
 
     estimated: tuple[str, ...] = ("crra", "beta")
@@ -186,6 +187,7 @@ class EstimationSettings:
     )
     n_starts: int = 2
     relative_step: float = 1e-2
+    x64: bool = True
 
 
 ESTIMATION = (
@@ -199,6 +201,7 @@ ESTIMATION = (
         n_subjects=400,
         n_starts=1,
         algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 4},
+        x64=False,
     )
 )
 """The estimation's choices (``project.estimation.variant``). The smoke model covers ages 63-70

@@ -1,4 +1,4 @@
-"""pytask nodes for directory products (the one module besides ``tasks.py`` that uses pytask).
+"""pytask nodes of the pipeline: directory products, and the source files a task runs.
 
 A directory product (a solution, a simulation bundle) is declared through its marker file,
 ``COMPLETE.json``. pytask's own path node follows only that file's modification time, so damage
@@ -12,10 +12,12 @@ provenance differs) leaves it unchanged, so nothing downstream reruns.
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytask import PathNode
+from pytask import PathNode, PythonNode
 
 from project.persist.manifest import directory_state
 
@@ -32,3 +34,29 @@ class DirectoryProduct(PathNode):
 def directory_product(marker: Path) -> DirectoryProduct:
     """Return the node of the directory product whose marker is ``marker``."""
     return DirectoryProduct(name=Path(marker).as_posix(), path=Path(marker))
+
+
+@dataclass(kw_only=True)
+class SourceFiles(PythonNode):
+    """The source files a task runs, as one dependency; the task receives the list of paths.
+
+    Its state is one SHA-256 of every file's path and bytes (None when one is missing), so an
+    edit to any of them reruns the task, while pytask records one state instead of one per
+    file (about a hundred for the solve: a thousand fewer database writes per build).
+    """
+
+    def state(self) -> str | None:
+        """Return the digest of the files' paths and contents, or None if one is missing."""
+        digest = hashlib.sha256()
+        for path in sorted(Path(p) for p in self.value):
+            try:
+                content = path.read_bytes()
+            except OSError:
+                return None
+            digest.update(path.as_posix().encode() + b"\0" + content)
+        return digest.hexdigest()
+
+
+def source_files(paths: Iterable[Path]) -> SourceFiles:
+    """Return the node of the source files ``paths`` (a task argument: ``list[Path]``)."""
+    return SourceFiles(value=[Path(p) for p in paths], hash=True)

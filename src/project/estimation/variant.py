@@ -106,12 +106,12 @@ def estimate_variant(
     """Estimate the variant's ``settings["estimated"]`` params by MSM; see the module docstring.
 
     ``model``: the variant's model, built from ``specification`` (its params are the base).
-    The estimation runs in float64 (moments of a few thousand subjects need it) and restores
-    the process's precision afterwards, so that later work in the same process (a serial
-    build's next tasks) computes exactly as it would in a fresh one.
+    The estimation runs in float64 unless ``settings["x64"]`` is false (moments of a few
+    thousand subjects need it) and restores the process's precision afterwards, so that later
+    work in the same process (a serial build's next tasks) computes as it would in a fresh one.
     """
     previous = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", True)
+    jax.config.update("jax_enable_x64", bool(settings.get("x64", True)))
     try:
         return _estimate(
             model=model,
