@@ -179,3 +179,18 @@ def test_results_sentences_follow_the_numbers():
         mandatory_age=62.0,
     )
     assert "postpone retirement on average (from 60.0 to 62.0)" in later["counterfactual"]
+
+
+def test_the_monte_carlo_check_reports_the_distance_in_standard_errors():
+    from project.analysis.numbers import monte_carlo_sentence
+
+    values = {
+        "consumption_utility": -17.34,
+        "simulated_consumption_utility": -17.28,
+        "simulated_consumption_utility_se": 0.03,
+        "n_households": 20_000,
+    }
+    sentence = monte_carlo_sentence({"values": values})
+    assert "20,000 simulated households" in sentence
+    assert "are 2.0 standard errors apart" in sentence
+    assert monte_carlo_sentence({"values": {}}) == ""

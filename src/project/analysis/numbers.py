@@ -278,7 +278,8 @@ def paper_numbers(
             "results": results["results"],
             "counterfactual": results["counterfactual"],
             "welfare": welfare_text["sentence"],
-            "robustness": robustness_sentence(panels=panels, validation=validation),
+            "robustness": robustness_sentence(panels=panels, validation=validation)
+            + monte_carlo_sentence(welfare),
         },
     }
 
@@ -321,6 +322,24 @@ def robustness_sentence(
         "Solving the baseline by grid search instead of DC-EGM changes the share retired at "
         f"any age by at most {number(100 * gap, decimals=1)} percentage points and mean "
         f"wealth by {percent(wealth_gap)}. " + str(validation.get("robustness", ""))
+    )
+
+
+def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
+    """Return the Monte Carlo check of the welfare measure (empty without one)."""
+    values = welfare.get("values", {})
+    needed = ("consumption_utility", "simulated_consumption_utility")
+    if not all(k in values for k in needed) or not values.get("simulated_consumption_utility_se"):
+        return ""
+    exact, simulated = values["consumption_utility"], values["simulated_consumption_utility"]
+    error = values["simulated_consumption_utility_se"]
+    distance = abs(simulated - exact) / error
+    return (
+        " The expected discounted utility of consumption behind λ, computed from the solution "
+        f"({number(exact, decimals=2)}), and its Monte Carlo estimate from the "
+        f"{int(values.get('n_households', 0)):,} simulated households "
+        f"({number(simulated, decimals=2)}, standard error {number(error, decimals=3)}) are "
+        f"{number(distance, decimals=1)} standard errors apart."
     )
 
 
