@@ -160,10 +160,10 @@ for variant in VARIANTS.values():
         produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date and intact)."""
-        from project.pipeline import solve_variant
+        from project.pipeline import read_specification, solve_variant
 
         solve_variant(
-            specification=json.loads(specification_file.read_text()),
+            specification=read_specification(specification_file),
             directory=produces.parent,
             sources=sources,
         )
@@ -185,10 +185,10 @@ for variant in VARIANTS.values():
         """Simulate the variant's subjects and save the bundle (and the default table)."""
         from project.persist import save_bundle
         from project.persist.atomic import copy_atomically
-        from project.pipeline import simulate_variant
+        from project.pipeline import read_specification, simulate_variant
 
         result = simulate_variant(
-            specification=json.loads(specification_file.read_text()),
+            specification=read_specification(specification_file),
             settings=json.loads(settings_json),
             solution_directory=solution_marker.parent,
         )
@@ -239,10 +239,10 @@ for variant in VARIANTS.values():
             produces: Path = directory_product(variant_dir / "estimation" / MARKER_NAME),
         ) -> None:
             """Estimate the variant's preferences from the SCF moments by MSM."""
-            from project.pipeline import estimate_variant_into
+            from project.pipeline import estimate_variant_into, read_specification
 
             estimate_variant_into(
-                specification=json.loads(specification_file.read_text()),
+                specification=read_specification(specification_file),
                 moments_file=moments_file,
                 initial_distribution=json.loads(distribution_json),
                 settings=json.loads(settings_json),
@@ -260,10 +260,10 @@ for variant in VARIANTS.values():
     ) -> None:
         """Plot V and consumption against wealth by age and type, where subjects live."""
         from project.analysis import plot_policy_functions
-        from project.pipeline import load_panel, load_variant_solution
+        from project.pipeline import load_panel, load_variant_solution, read_specification
         from project.provenance import product_provenance
 
-        specification = json.loads(specification_file.read_text())
+        specification = read_specification(specification_file)
         plot_policy_functions(
             solution=load_variant_solution(
                 specification=specification, directory=solution_marker.parent
@@ -411,13 +411,13 @@ def task_summary_tables(
     """Tabulate the living's outcomes and retirement ages by variant and type (weighted)."""
     from project.analysis.tables import write_summary_tables
     from project.calibration import load_calibration
-    from project.pipeline import load_panel
+    from project.pipeline import load_panel, read_specification
     from project.provenance import product_provenance
 
     write_summary_tables(
         panels={v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()},
         weights={v: load_calibration(m.parent).weights for v, m in calibration_markers.items()},
-        specifications={v: json.loads(p.read_text()) for v, p in specification_files.items()},
+        specifications={v: read_specification(p) for v, p in specification_files.items()},
         paths=produces,
         provenance=product_provenance(config=json.loads(settings_json)),
     )
@@ -431,10 +431,10 @@ def task_parameter_table(
 ) -> None:
     """Tabulate the model parameters, grid sizes and solution method of every variant."""
     from project.analysis.tables import write_parameter_table
-    from project.pipeline import solution_method
+    from project.pipeline import read_specification, solution_method
     from project.provenance import product_provenance
 
-    specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
+    specifications = {v: read_specification(p) for v, p in specification_files.items()}
     write_parameter_table(
         specifications=specifications,
         methods={v: solution_method(directory=m.parent) for v, m in solution_markers.items()},
@@ -454,9 +454,10 @@ def task_validate_solution_method(
 ) -> None:
     """Measure the method's accuracy: analytical oracle, Euler errors, grid convergence."""
     from project.analysis.validation import write_validation
+    from project.pipeline import read_specification
     from project.provenance import product_provenance
 
-    specification = json.loads(specification_file.read_text())
+    specification = read_specification(specification_file)
     write_validation(
         specification=specification,
         solution_directory=solution_marker.parent,
@@ -476,9 +477,10 @@ def task_welfare(
 ) -> None:
     """Measure the pension cut's welfare effect as a consumption equivalent."""
     from project.analysis.welfare import write_welfare
+    from project.pipeline import read_specification
     from project.provenance import product_provenance
 
-    specifications = {v: json.loads(p.read_text()) for v, p in specification_files.items()}
+    specifications = {v: read_specification(p) for v, p in specification_files.items()}
     write_welfare(
         specifications=specifications,
         solution_directories={v: m.parent for v, m in solution_markers.items()},

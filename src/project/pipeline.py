@@ -127,6 +127,15 @@ def write_json_if_changed(
     return True
 
 
+def read_specification(path: Path) -> dict[str, Any]:
+    """Return the variant specification in ``path`` (a ``model.json``) without its provenance.
+
+    What a task computes from a specification (fingerprints, config digests, models) depends on
+    the model, never on the commit that happened to write the file.
+    """
+    return without_provenance(json.loads(Path(path).read_text()))
+
+
 def build_variant_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
     """Return the shipped model ``model`` built with ``sizes`` (one object per process).
 

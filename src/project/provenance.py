@@ -89,16 +89,20 @@ def build_date() -> str:
     return checkout()["commit_date"]
 
 
+def package_versions(names: tuple[str, ...] = PACKAGES) -> dict[str, str]:
+    """Return the installed versions of ``names`` (``"absent"`` for one not installed)."""
+    return dict(_versions(tuple(names)))
+
+
 @cache
-def package_versions() -> dict[str, str]:
-    """Return the versions of ``PACKAGES`` (``"absent"`` for one not installed)."""
-    versions = {}
-    for name in PACKAGES:
+def _versions(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    found = []
+    for name in names:
         try:
-            versions[name] = version(name)
+            found.append((name, version(name)))
         except PackageNotFoundError:
-            versions[name] = "absent"
-    return versions
+            found.append((name, "absent"))
+    return tuple(found)
 
 
 def config_digest(config: Any) -> str:

@@ -51,11 +51,6 @@ def variant_name(name: str) -> str:
     return style.variant_label(name)
 
 
-def method_name(method: str) -> str:
-    """Return a solution method's printed name ("dcegm" -> "DC-EGM")."""
-    return style.METHOD_NAMES.get(method) or _capitalised(method)
-
-
 def type_name(label: object) -> str:
     """Return a preference type's printed name ("work_loving" -> "Work-loving", 1 -> "Type 1")."""
     if isinstance(label, Integral):

@@ -27,7 +27,7 @@ from project.estimation.products import SavedEstimation, load_estimation
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
 from project.persist.manifest import read_json_object
-from project.pipeline import solution_method
+from project.pipeline import read_specification, solution_method
 from project.provenance import product_provenance
 
 MINUS = "\u2212"
@@ -361,7 +361,7 @@ def write_paper_numbers(
     path: Path,
 ) -> Path:
     """Read the products (each verified by its loader) and write the paper's numbers to ``path``."""
-    specifications = {v: json.loads(Path(p).read_text()) for v, p in specification_files.items()}
+    specifications = {v: read_specification(p) for v, p in specification_files.items()}
     calibrations = {v: load_calibration(d) for v, d in calibration_directories.items()}
     numbers = paper_numbers(
         specifications=specifications,

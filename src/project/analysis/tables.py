@@ -18,7 +18,6 @@ import pandas as pd
 
 from project.analysis.notation import (
     PARAMETERS,
-    method_name,
     parameter_label,
     type_name,
     variant_name,
@@ -31,6 +30,7 @@ from project.analysis.panel_statistics import (
     with_weights,
 )
 from project.analysis.profiles import check_panel
+from project.analysis.style import method_name
 from project.analysis.table_output import (
     Cell,
     format_cells,

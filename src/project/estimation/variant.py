@@ -31,7 +31,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,95 +111,90 @@ def estimate_variant(
     thousand subjects need it) and restores the process's precision afterwards, so that later
     work in the same process (a serial build's next tasks) computes as it would in a fresh one.
     """
-    previous = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", bool(settings.get("x64", True)))
-    try:
-        return _estimate(
+    with _precision(x64=bool(settings.get("x64", True))):
+        started = time.perf_counter()
+        settings = dict(settings)
+        if set(settings["start"]) != set(settings["estimated"]):
+            msg = (
+                f"The estimation's start {sorted(settings['start'])} must give exactly the "
+                f"estimated params {list(settings['estimated'])}; fix ESTIMATION in "
+                "src/project/config.py."
+            )
+            raise EstimationError(msg)
+        groups = [(int(lo), int(hi)) for lo, hi in settings["age_groups"]]
+        data = data_moments(moments=moments, age_groups=groups)
+        initial = draw_initial_conditions(
             model=model,
-            specification=specification,
-            moments=moments,
-            initial_distribution=initial_distribution,
-            settings=settings,
+            n_subjects=int(settings["n_subjects"]),
+            seed=int(settings["seed"]),
+            distribution=initial_distribution,
         )
+        simulator = LifecycleMoments(
+            model=model,
+            base_params=specification["params"],
+            initial_conditions=initial,
+            seed=int(settings["seed"]) + 1,
+            age_groups=groups,
+            estimated=tuple(settings["estimated"]),
+        )
+        # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
+        # path, and on this objective the optimum it reaches, depends on the order of the params.
+        start = {name: float(settings["start"][name]) for name in settings["estimated"]}
+        n_simulated = subjects_per_group(frame=simulator.frame(start), age_groups=groups)
+        common = {
+            "simulate_moments": simulator,
+            "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
+            "data_variances": data[f"variance_of_mean_{DATA_COLUMN}"].to_numpy(),
+            "n_data": data["n_households"].to_numpy(),
+            "n_simulated": n_simulated,
+            "start_params": start,
+            "bounds": {name: tuple(bound) for name, bound in settings["bounds"].items()},
+            "moment_names": simulator.moment_names,
+            "algorithm": settings["algorithm"],
+            "algo_options": settings["algo_options"],
+            "relative_step": float(settings["relative_step"]),
+            "on_failure": "warn",
+        }
+        options = _multistart(int(settings["n_starts"]), seed=int(settings["seed"]))
+        searches = {"from the start": estimate_msm(**common, multistart=False)}
+        if options is not False:
+            searches["multistart"] = estimate_msm(**common, multistart=options)
+        result = min(searches.values(), key=lambda found: found.objective)
+        outcome = EstimationOutcome(
+            variant=str(specification["name"]),
+            result=result,
+            settings=settings,
+            seconds=time.perf_counter() - started,
+            warnings=visible_warnings(result),
+            searches={
+                name: {
+                    "objective": found.objective,
+                    "params": found.params,
+                    "kept": found is result,
+                }
+                for name, found in searches.items()
+            },
+        )
+        for warning in outcome.warnings:
+            logger.warning("Estimation of %r: %s", outcome.variant, warning)
+        logger.info(
+            "Estimated %r in %.0f s: %s",
+            outcome.variant,
+            outcome.seconds,
+            ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
+        )
+        return outcome
+
+
+@contextmanager
+def _precision(*, x64: bool) -> Iterator[None]:
+    """Compute in float64 (``x64``) or float32 inside; restore the process's precision after."""
+    previous = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        yield
     finally:
         jax.config.update("jax_enable_x64", previous)
-
-
-def _estimate(
-    *,
-    model: Model | RegimeModel,
-    specification: Mapping[str, Any],
-    moments: pd.DataFrame,
-    initial_distribution: Mapping[str, Mapping[str, Any]],
-    settings: Mapping[str, Any],
-) -> EstimationOutcome:
-    started = time.perf_counter()
-    settings = dict(settings)
-    if set(settings["start"]) != set(settings["estimated"]):
-        msg = (
-            f"The estimation's start {sorted(settings['start'])} must give exactly the estimated "
-            f"params {list(settings['estimated'])}; fix ESTIMATION in src/project/config.py."
-        )
-        raise EstimationError(msg)
-    groups = [(int(lo), int(hi)) for lo, hi in settings["age_groups"]]
-    data = data_moments(moments=moments, age_groups=groups)
-    initial = draw_initial_conditions(
-        model=model,
-        n_subjects=int(settings["n_subjects"]),
-        seed=int(settings["seed"]),
-        distribution=initial_distribution,
-    )
-    simulator = LifecycleMoments(
-        model=model,
-        base_params=specification["params"],
-        initial_conditions=initial,
-        seed=int(settings["seed"]) + 1,
-        age_groups=groups,
-        estimated=tuple(settings["estimated"]),
-    )
-    # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
-    # path, and on this objective the optimum it reaches, depends on the order of the params.
-    start = {name: float(settings["start"][name]) for name in settings["estimated"]}
-    n_simulated = subjects_per_group(frame=simulator.frame(start), age_groups=groups)
-    common = {
-        "simulate_moments": simulator,
-        "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
-        "data_variances": data[f"variance_of_mean_{DATA_COLUMN}"].to_numpy(),
-        "n_data": data["n_households"].to_numpy(),
-        "n_simulated": n_simulated,
-        "start_params": start,
-        "bounds": {name: tuple(bound) for name, bound in settings["bounds"].items()},
-        "moment_names": simulator.moment_names,
-        "algorithm": settings["algorithm"],
-        "algo_options": settings["algo_options"],
-        "relative_step": float(settings["relative_step"]),
-        "on_failure": "warn",
-    }
-    options = _multistart(int(settings["n_starts"]), seed=int(settings["seed"]))
-    searches = {"from the start": estimate_msm(**common, multistart=False)}
-    if options is not False:
-        searches["multistart"] = estimate_msm(**common, multistart=options)
-    result = min(searches.values(), key=lambda found: found.objective)
-    outcome = EstimationOutcome(
-        variant=str(specification["name"]),
-        result=result,
-        settings=settings,
-        seconds=time.perf_counter() - started,
-        warnings=visible_warnings(result),
-        searches={
-            name: {"objective": found.objective, "params": found.params, "kept": found is result}
-            for name, found in searches.items()
-        },
-    )
-    for warning in outcome.warnings:
-        logger.warning("Estimation of %r: %s", outcome.variant, warning)
-    logger.info(
-        "Estimated %r in %.0f s: %s",
-        outcome.variant,
-        outcome.seconds,
-        ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
-    )
-    return outcome
 
 
 def visible_warnings(result: MSMResult) -> list[str]:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +51,7 @@ from project.persist.checkpoint import read_checkpoint, write_checkpoint
 from project.persist.manifest import read_json_object, verify_directory, write_marker
 from project.persist.solution import grids_without_knobs, package_versions
 from project.provenance import PROVENANCE_KEY, product_provenance, write_arrow
+from project.provenance import package_versions as versions_of
 from project.regimes.spec import RegimeModel
 from project.simulation.result import SimulationResult
 
@@ -109,7 +109,7 @@ def save_bundle(
         "method": str(result.method),
         "n_subjects": int(tree["columns"]["value"].shape[0]),
         "additional_targets": [str(c) for c in frame.columns if c not in base],
-        "versions": {**package_versions(), **{name: version(name) for name in TABLE_PACKAGES}},
+        "versions": {**package_versions(), **versions_of(TABLE_PACKAGES)},
     }
     if provenance is None:
         settings = {k: v for k, v in metadata.items() if k != "versions"}

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Sequence
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,7 @@ from project.persist.manifest import (
     verify_directory,
     write_marker,
 )
+from project.provenance import package_versions as versions_of
 from project.provenance import product_provenance
 from project.regimes.grid import solution_continuation
 from project.regimes.solution import RegimeSolution
@@ -59,7 +59,7 @@ METADATA_KEYS = ("model", "params", "dtype")
 
 def package_versions() -> dict[str, str]:
     """Return the versions of the packages that determine a product's bytes."""
-    return {name: version(name) for name in PACKAGES}
+    return versions_of(PACKAGES)
 
 
 def save_solution(
