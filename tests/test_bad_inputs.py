@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project import ModelSpecificationError, ProjectError, solve
+from project import ContinuousAction, ModelSpecificationError, ProjectError, solve
 from project.grids import DiscreteGrid, IrregSpacedGrid, LinSpacedGrid, LogSpacedGrid
 from project.model import Model, validate_params
 from project.models import lifecycle, lifecycle_regimes, precautionary
@@ -210,9 +210,9 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
         "memory",
     ),
     (
-        "egm on a model without savings grid",
-        lambda: solve(model=LIFECYCLE, params=PARAMS, method="dcegm"),
-        "post_decision_grid",
+        "grid search on a continuous action",
+        lambda: solve(model=_continuous_action_model(), params=PARAMS, method="grid"),
+        "needs points",
     ),
     # Initial conditions
     ("initial missing state", lambda: _simulate(initial(wealth=None)), "missing states"),
@@ -613,6 +613,19 @@ def _solution():
     if "solution" not in _SOLUTION:
         _SOLUTION["solution"] = solve(model=LIFECYCLE, params=PARAMS)
     return _SOLUTION["solution"]
+
+
+def _continuous_action_model() -> Model:
+    return Model(
+        name="continuous_action",
+        states=LIFECYCLE.states,
+        actions=LIFECYCLE.actions | {"consumption": ContinuousAction()},
+        functions=LIFECYCLE.functions,
+        constraints=LIFECYCLE.constraints,
+        stochastic_transitions=LIFECYCLE.stochastic_transitions,
+        ages=LIFECYCLE.ages,
+        param_shapes=LIFECYCLE.param_shapes,
+    )
 
 
 def _simulate(initial_conditions, **change):

@@ -222,11 +222,21 @@ def test_default_method_is_the_most_accurate_admitted():
 
 def test_egm_on_a_model_it_does_not_admit_names_the_reason():
     model = lifecycle.build_model(n_wealth=10, n_consumption=10)
+    wealthy = Model(
+        name="wealthy",
+        states={"wealth": LogSpacedGrid(start=0.1, stop=20, n_points=10)},
+        actions={"consumption": LinSpacedGrid(start=0.1, stop=20, n_points=10)},
+        functions={
+            "utility": lambda consumption, wealth: jnp.log(consumption) + wealth,
+            "next_wealth": lambda wealth, consumption: wealth - consumption + 1.0,
+        },
+        n_periods=2,
+    )
     with pytest.raises(
         ModelSpecificationError,
-        match=r"cannot be solved with method='dcegm'.*post_decision_grid.*method='grid'",
+        match=r"cannot be solved with method='egm'.*utility depends on 'wealth'.*method='grid'",
     ):
-        solve(model=model, params=lifecycle.DEFAULT_PARAMS, method="dcegm")
+        solve(model=wealthy, params={"beta": 0.9}, method="egm")
     with pytest.raises(ModelSpecificationError, match=r"discrete actions.*method='dcegm'"):
         solve(model=model, params=lifecycle.DEFAULT_PARAMS, method="egm")
     with pytest.raises(ModelSpecificationError, match="method must be one of"):

@@ -534,7 +534,8 @@ def test_initial_conditions_of_a_regime_model_are_drawn_per_regime():
     assert (drawn["income"][~retired] == 2).all()
 
 
-def test_debug_level_locates_nans_in_the_regime_that_has_them():
+@pytest.mark.parametrize("log_level", ["warning", "debug"])
+def test_nans_raise_by_default_located_in_the_regime_that_has_them(log_level):
     from project.errors import InvalidValueFunctionError
 
     working = ijrs.build_model(n_wealth=10, n_consumption=10, n_periods=3)
@@ -551,8 +552,10 @@ def test_debug_level_locates_nans_in_the_regime_that_has_them():
         regimes={"working": working, "broken": broken},
         transitions={"working": lambda: {"working": 1.0}, "broken": lambda: {"broken": 1.0}},
     )
-    with pytest.raises(InvalidValueFunctionError, match="Regime 'broken': V is NaN at"):
-        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid", log_level="debug")
+    with pytest.raises(
+        InvalidValueFunctionError, match=r"grid search, regime 'broken'.*Regime 'broken': V is NaN"
+    ):
+        solve(model=model, params=ijrs.DEFAULT_PARAMS, method="grid", log_level=log_level)
 
 
 # ---------------------------------------------------------------------------------------------

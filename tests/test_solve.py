@@ -221,19 +221,32 @@ def nan_model() -> Model:
     )
 
 
-def test_debug_log_level_raises_naming_period_and_dimensions():
-    with pytest.raises(InvalidValueFunctionError, match=r"period 1") as info:
-        solve(model=nan_model(), params={"beta": 0.9}, log_level="debug")
+@pytest.mark.parametrize("log_level", ["warning", "debug"])
+def test_nan_in_v_raises_by_default_naming_period_and_dimensions(log_level):
+    with pytest.raises(InvalidValueFunctionError, match=r"grid search.*period 1") as info:
+        solve(model=nan_model(), params={"beta": 0.9}, log_level=log_level)
     message = str(info.value)
-    assert "wealth at indices [0, 1]" in message
+    assert "wealth at indices [0, 1] (2 of 5) = [1, 2]" in message
     assert "consumption at indices [0, 1, 2, 3, 4]" in message
+    assert "on_invalid='warn'" in message
 
 
-def test_warning_log_level_warns_and_continues(caplog):
+def test_on_invalid_warn_warns_and_continues(caplog):
     with caplog.at_level(logging.WARNING, logger="project.solver"):
-        solution = solve(model=nan_model(), params={"beta": 0.9}, log_level="warning")
+        solution = solve(model=nan_model(), params={"beta": 0.9}, on_invalid="warn")
     assert np.isnan(np.asarray(solution.value_function[0])).any()
-    assert "contains NaN" in caplog.text
+    assert "period 1 contains NaN values (and so do periods [0]); continuing" in caplog.text
+
+
+def test_on_invalid_warn_at_debug_locates_the_nans_in_the_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="project.solver"):
+        solve(model=nan_model(), params={"beta": 0.9}, on_invalid="warn", log_level="debug")
+    assert "wealth at indices [0, 1]" in caplog.text
+
+
+def test_an_unknown_on_invalid_is_refused():
+    with pytest.raises(ProjectError, match=r"on_invalid must be 'raise'.*or 'warn'.*'ignore'"):
+        solve(model=nan_model(), params={"beta": 0.9}, on_invalid="ignore")
 
 
 def test_off_log_level_neither_checks_nor_logs(caplog):
@@ -264,7 +277,8 @@ def test_states_without_feasible_action_get_minus_inf_and_are_reported(caplog):
         n_periods=2,
     )
     with caplog.at_level(logging.WARNING, logger="project.solver"):
-        solution = solve(model=infeasible, params=ijrs.DEFAULT_PARAMS)
+        # Period 0 reads -inf next-period values and gets NaN: warn instead of raising.
+        solution = solve(model=infeasible, params=ijrs.DEFAULT_PARAMS, on_invalid="warn")
     wealth = np.linspace(1, 400, 10)
     assert np.isneginf(np.asarray(solution.value_function[1])[:, wealth <= 100]).all()
     assert np.isfinite(np.asarray(solution.value_function[1])[:, wealth > 100]).all()

@@ -9,6 +9,7 @@ from project._xla import configure_xla_flags
 configure_xla_flags()
 
 _EXPORTS = {
+    "ContinuousAction": "project.actions",
     **dict.fromkeys(
         (
             "CheckpointError",
@@ -32,11 +33,17 @@ _EXPORTS = {
         ("DiscreteGrid", "IrregSpacedGrid", "LinSpacedGrid", "LogSpacedGrid"), "project.grids"
     ),
     "Model": "project.model",
+    "ProjectDeprecationWarning": "project.deprecation",
+    **dict.fromkeys(
+        ("default_savings_grid", "exponential_grid", "log1p_grid", "power_grid"),
+        "project.savings_grids",
+    ),
     **dict.fromkeys(("Solution", "has_inf", "has_nan", "solve"), "project.solver"),
 }
 __all__ = [
     "CheckpointError",
     "ConfigurationError",
+    "ContinuousAction",
     "DataError",
     "DiscreteGrid",
     "GridInitializationError",
@@ -52,11 +59,16 @@ __all__ = [
     "Model",
     "ModelSpecificationError",
     "ParamsError",
+    "ProjectDeprecationWarning",
     "ProjectError",
     "Solution",
     "StateOutsideGridError",
+    "default_savings_grid",
+    "exponential_grid",
     "has_inf",
     "has_nan",
+    "log1p_grid",
+    "power_grid",
     "solve",
 ]
 __getattr__ = lazy_exports(__name__, _EXPORTS)

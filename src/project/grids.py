@@ -67,6 +67,8 @@ class Grid:
     name: str
     batch_size: int
     distributed: bool
+    has_points: bool = True
+    """False for ``project.actions.ContinuousAction``: an action EGM computes, with no points."""
 
     @property
     def n_points(self) -> int:
@@ -438,12 +440,14 @@ def check_within_grid(
     what: str,
     index_name: str = "entries",
     error: type[StateOutsideGridError] = StateOutsideGridError,
+    method: str = "grid",
 ) -> None:
     """Raise ``error`` naming the values of state ``name`` outside ``grid``'s range (or NaN).
 
     Values are compared in the working precision, as the solver holds the points: a value given
     exactly at a grid's start or stop is inside. ``what`` says what the values are (e.g.
-    "Initial state"), ``index_name`` what their positions are (e.g. "subjects").
+    "Initial state"), ``index_name`` what their positions are (e.g. "subjects"). ``method``
+    ("grid", "egm" or "dcegm") words why the range is the domain of the solution.
     """
     points = np.asarray(grid.to_jax())
     try:
@@ -464,16 +468,36 @@ def check_within_grid(
     msg = (
         f"{what} {name!r}: {index_name} [{positions}{more}] ({len(hits)} in all) have values "
         f"[{offending}{more}] outside the range [{lower!r}, {upper!r}] of grid {grid.name!r} "
-        f"(its first and last points in {points.dtype}). The solution is only trusted on the "
-        "grid (outside it V is extrapolated linearly): move the values into that range or "
-        "widen the grid."
+        f"(its first and last points in {points.dtype}). {_domain(method)}"
     )
     raise error(msg)
 
 
-def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:
-    """Rebuild a continuous grid from ``Grid.describe()`` output (not discrete grids)."""
+def _domain(method: str) -> str:
+    """Return why a solution by ``method`` is only evaluated within its state grid's range."""
+    if method in ("egm", "dcegm"):
+        return (
+            f"A solution by {method.upper()} is evaluated on the range of the state's grid (its "
+            "evaluation domain; the endogenous grid of wealth is only trusted there): move the "
+            "values into that range, or widen the state grid and solve again (without a "
+            "post_decision_grid the default savings grid reaches the grid's last point)."
+        )
+    return (
+        "The solution is only trusted on the grid (outside it V is extrapolated linearly): move "
+        "the values into that range or widen the grid."
+    )
+
+
+def grid_from_description(description: dict[str, Any]) -> Grid:
+    """Rebuild a continuous grid (or a ``ContinuousAction``) from ``Grid.describe()`` output.
+
+    Discrete grids are not rebuilt (their category class is not described).
+    """
     kind = description["kind"]
+    if kind == "continuous_action":
+        from project.actions import ContinuousAction  # noqa: PLC0415 (actions imports grids)
+
+        return ContinuousAction(name=description["name"])
     knobs = {
         "batch_size": description["batch_size"],
         "distributed": description["distributed"],
@@ -495,7 +519,10 @@ def grid_from_description(description: dict[str, Any]) -> ContinuousGrid:
         )
     if kind == "irregular":
         return IrregSpacedGrid(points=description["points"], **knobs)
-    msg = f"Cannot rebuild a grid of kind {kind!r}; expected linspace, logspace or irregular."
+    msg = (
+        f"Cannot rebuild a grid of kind {kind!r}; expected linspace, logspace, irregular or "
+        "continuous_action."
+    )
     raise GridInitializationError(msg)
 
 
@@ -516,7 +543,12 @@ def code_combinations(sizes: Sequence[int]) -> np.ndarray:
 
 
 def grid_points(grids: dict[str, Grid]) -> dict[str, jnp.ndarray]:
-    """Return every grid's points (codes for discrete grids); evenly spaced ones in one call."""
+    """Return every grid's points (codes for discrete grids); evenly spaced ones in one call.
+
+    Grids without points (``ContinuousAction``) are left out.
+    """
     spaced = {n: g for n, g in grids.items() if isinstance(g, _EvenlySpacedGrid)}
     computed = dict(zip(spaced, evenly_spaced([g.spec for g in spaced.values()]), strict=True))
-    return {n: computed[n] if n in computed else g.to_jax() for n, g in grids.items()}
+    return {
+        n: computed[n] if n in computed else g.to_jax() for n, g in grids.items() if g.has_points
+    }

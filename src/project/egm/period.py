@@ -35,6 +35,7 @@ import numpy as np
 
 from project.egm.choices import EGMArrays, at_state, choice_env
 from project.egm.envelope import clean_grids
+from project.egm.kinks import Kinks, kinks_found, mapped_savings, with_kinks
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
@@ -155,6 +156,23 @@ class EGMPeriod:
         Also returns the per-(context, choice) flags (``PAIR_FLAGS`` columns) and, for a
         regime, the probabilities of its targets per (reduced context, choice) pair.
         """
+        return self.refined_step(carries, period, params=params, savings=savings)[:3]
+
+    def refined_step(
+        self,
+        carries: Mapping[str, EGMArrays],
+        period: jnp.ndarray,
+        *,
+        params: Mapping[str, Any],
+        savings: Mapping[str, jnp.ndarray],
+        kinks: Kinks | None = None,
+    ) -> tuple[EGMArrays, jnp.ndarray, jnp.ndarray | None, Kinks | None]:
+        """Return ``step``'s results and this period's kinks (``kinks.py``).
+
+        With next period's ``kinks`` (a plain model reading its own next period), each
+        (context, choice) moves savings points onto the kinks they lead to; without, the
+        savings grid is used as given and no kinks are returned.
+        """
         structure, utility, model = self.structure, self.utility, self.model
         own = savings[self.name]
         dtype = own.dtype
@@ -170,10 +188,15 @@ class EGMPeriod:
             probabilities = (
                 jnp.ones((1,), dtype) if self.probabilities is None else self.probabilities(env)
             )
+            grid, position, generation = own, None, None
+            if kinks is not None:
+                grid, position, generation = self._refined(
+                    kinks, env, savings=own, shocks=shocks, shock_weights=shock_weights
+                )
             marginal, value, guess = self._expectations(
                 carries,
                 env,
-                savings=own,
+                savings=grid,
                 target_savings=savings,
                 params=params,
                 period=period,
@@ -192,10 +215,10 @@ class EGMPeriod:
                 active=jnp.broadcast_to(allowed, target.shape),
             )
             consumption = jnp.where(infinite, 0.0, solved)
-            wealth = own + consumption
+            wealth = grid + consumption
             below = wealth < wealth[0]
             # u at c_j and, below the first endogenous point, at consuming down to the limit.
-            slack = jnp.where(below, wealth - own[0], 1.0)
+            slack = jnp.where(below, wealth - grid[0], 1.0)
             levels = utility.value(jnp.stack([consumption, slack]), env)
             value_now = levels[0] + beta * value
             # Where E[u'(c')] is infinite (nothing to consume next period at zero savings),
@@ -219,7 +242,7 @@ class EGMPeriod:
             flags = jnp.stack(
                 [
                     ~jnp.all(jnp.isfinite(wealth) & jnp.isfinite(equivalent)),
-                    jnp.any(jnp.diff(wealth) <= 0) | (wealth[0] < own[0]),
+                    jnp.any(jnp.diff(wealth) <= 0) | (wealth[0] < grid[0]),
                     marginal_error > tolerance,
                     inverse_error > tolerance,
                 ]
@@ -234,7 +257,16 @@ class EGMPeriod:
             secant = jnp.diff(equivalent, append=equivalent[-1:]) / jnp.where(step > 0, step, 1.0)
             slope = jnp.where((equivalent > 0) & jnp.isfinite(ratio), ratio, secant)
             grids = (wealth, consumption, equivalent, slope)
-            return (grids, value_now, constrained), beta * value[0], flags, probabilities
+            found = None
+            if kinks is not None:
+                found = kinks_found(
+                    wealth,
+                    consumption,
+                    position=position,
+                    generation=generation,
+                    slots=kinks.wealth.shape[-1],
+                )
+            return (grids, value_now, constrained), beta * value[0], flags, probabilities, found
 
         # Folded states (read only by choice constraints) do not change a context's EGM step:
         # run it once per reduced context, where any of its contexts allows the choice.
@@ -247,7 +279,7 @@ class EGMPeriod:
         shape = (reduced.shape[0], structure.n_choices)
         pair_context, pair_choice = (x.ravel() for x in jnp.indices(shape))
         per_pair = jax.vmap(one_pair)(reduced[pair_context], pair_choice, allowed.ravel())
-        (grids, value_now, constrained), continuation, flags, probabilities = jax.tree.map(
+        (grids, value_now, constrained), continuation, flags, probabilities, found = jax.tree.map(
             lambda x: x.reshape(*shape, *x.shape[1:]), per_pair
         )
         runs = jnp.ones((*shape, 1), jnp.int32)
@@ -265,6 +297,7 @@ class EGMPeriod:
         rows = jnp.asarray(structure.reduced_row)
         wealth, consumption, equivalent, slope = (x[rows] for x in grids)
         continuation, flags, runs = continuation[rows], flags[rows], runs[rows]
+        found = jax.tree.map(lambda x: x[rows], found)
         full = (structure.n_contexts, structure.n_choices)
         zero = jnp.zeros((*full, 1), dtype=dtype)
         start = jnp.broadcast_to(own[:1], (*full, 1))
@@ -277,7 +310,31 @@ class EGMPeriod:
             feasible=feasible,
         )
         pair_probabilities = None if self.probabilities is None else probabilities
-        return arrays, jnp.concatenate([flags, runs], axis=-1), pair_probabilities
+        return arrays, jnp.concatenate([flags, runs], axis=-1), pair_probabilities, found
+
+    def _refined(
+        self,
+        kinks: Kinks,
+        env: dict[str, Any],
+        *,
+        savings: jnp.ndarray,
+        shocks: dict[str, jnp.ndarray],
+        shock_weights: jnp.ndarray,
+    ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+        """Return ``savings`` moved onto the kinks that next period's ``kinks`` leave today."""
+        following = self.transitions.next_states(
+            env, savings=savings[:1], shocks=shocks, shock_weights=shock_weights
+        )
+        candidates, generation, weight = mapped_savings(
+            kinks,
+            context=following.context,
+            wealth=following.wealth,
+            slope=following.slope,
+            weight=following.weight,
+            start=savings[0],
+        )
+        # One slot stays for this period's own limit kink (``kinks_found``).
+        return with_kinks(savings, candidates, generation, weight, slots=kinks.wealth.shape[-1] - 1)
 
     def _expectations(
         self,

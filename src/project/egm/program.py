@@ -1,7 +1,8 @@
 """The endogenous grid method (EGM, and DC-EGM with discrete choices) as one jitted program.
 
 A scan over periods, backwards, of one model's EGM step (``period.py``), starting from the last
-period (consume down to the limit).
+period (consume down to the limit). The scan carries each period's kinks (``kinks.py``), so that
+every period's savings grid holds the kinks next period's borrowing limit leaves in its policy.
 
 The report has one row per period: NaN/inf in the result, a non-monotone endogenous grid (EGM)
 or an envelope window too narrow (DC-EGM), the residuals of the two numerical inverses (see
@@ -19,9 +20,12 @@ import jax.numpy as jnp
 
 from project._xla import quick_compile_options
 from project.egm.choices import EGMArrays
+from project.egm.kinks import KINK_SLOTS, Kinks, no_kinks
 from project.egm.period import PAIR_FLAGS, EGMPeriod
 from project.model.params import unpack_params
 from project.model.spec import Model
+
+Carry = tuple[EGMArrays, Kinks | None]
 
 REPORT_COLUMNS = (
     "not_finite",
@@ -34,11 +38,13 @@ REPORT_COLUMNS = (
 
 
 def build_program(
-    model: Model, *, window: int
+    model: Model, *, window: int, kink_slots: int = KINK_SLOTS
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
     """Return the jitted ``program(flat_params, savings) -> (arrays, report)``.
 
-    ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only).
+    ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only);
+    ``kink_slots`` how many kinks each period's savings grid holds exactly (0: the savings grid
+    as given).
     """
     period = EGMPeriod(model, window=window)
     n_periods = model.n_periods
@@ -47,16 +53,23 @@ def build_program(
         params = unpack_params(model=model, flat=flat_params)
         grids = {period.name: savings}
 
-        def step(carry: EGMArrays, t: jnp.ndarray) -> tuple[EGMArrays, tuple[EGMArrays, Any]]:
-            arrays, flags, _ = period.step({period.name: carry}, t, params=params, savings=grids)
-            return arrays, (arrays, period_report(flags, arrays.feasible))
+        def step(carry: Carry, t: jnp.ndarray) -> tuple[Carry, tuple[EGMArrays, Any]]:
+            arrays, flags, _, kinks = period.refined_step(
+                {period.name: carry[0]}, t, params=params, savings=grids, kinks=carry[1]
+            )
+            return (arrays, kinks), (arrays, period_report(flags, arrays.feasible))
 
         terminal = period.terminal(savings, params=params)
         terminal_report = period_report(
             jnp.zeros((*terminal.feasible.shape, PAIR_FLAGS), jnp.int32), terminal.feasible
         )
+        kinks = (
+            no_kinks(terminal.feasible.shape, slots=kink_slots, dtype=savings.dtype)
+            if kink_slots > 0
+            else None
+        )
         steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
-        _, (history, reports) = jax.lax.scan(step, terminal, steps, reverse=True)
+        _, (history, reports) = jax.lax.scan(step, (terminal, kinks), steps, reverse=True)
         stacked = jax.tree.map(
             lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
         )

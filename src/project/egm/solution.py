@@ -27,6 +27,7 @@ from project.solver.states import validate_states
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
 _EVALUATORS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
+_GRID_EVALUATORS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,31 @@ class EGMSolution:
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
         """Return V of every period on the model's state grids (axes as in a grid solution)."""
+        values = self.grid_values
+        return tuple(values[t] for t in range(self.model.n_periods))
+
+    @cached_property
+    def grid_values(self) -> jax.Array:
+        """Return V on the state grids, all periods in one array (period, *state axes)."""
+        structure, dtype = self.structure, float_dtype()
         points = grid_points_of(self.model)
         mesh = jnp.meshgrid(*(points[s] for s in self.model.state_names), indexing="ij")
         states = dict(zip(self.model.state_names, (m.ravel() for m in mesh), strict=True))
-        shape = mesh[0].shape
-        return tuple(
-            self.evaluate_flat(period=t, states=states)[1].reshape(shape)
-            for t in range(self.model.n_periods)
+        wealth = jnp.asarray(states[structure.state], dtype=dtype)
+        codes = (
+            jnp.stack([states[s].astype(jnp.int32) for s in structure.discrete], axis=-1)
+            if structure.discrete
+            else jnp.zeros((wealth.shape[0], 0), dtype=jnp.int32)
         )
+        params = {k: jnp.asarray(v, dtype=dtype) for k, v in self.params.items()}
+        depth = 1 + len(structure.discrete_shape)
+        n_periods, n_contexts = self.model.n_periods, structure.n_contexts
+        arrays = jax.tree.map(
+            lambda x: x.reshape(n_periods, n_contexts, *x.shape[depth:]), self.arrays
+        )
+        ages = jnp.asarray(np.asarray(self.model.ages, dtype=dtype))
+        values = _grid_evaluator(self.model)(arrays, codes, wealth, params, ages, self.savings[0])
+        return values.reshape(n_periods, *mesh[0].shape)
 
     @cached_property
     def structure(self) -> EGMStructure:
@@ -89,7 +107,9 @@ class EGMSolution:
         With discrete actions: the most likely choice (the best at taste-shock scale 0) and
         consumption given that choice.
         """
-        flat, shape = validate_states(model=self.model, states=states, period=period)
+        flat, shape = validate_states(
+            model=self.model, states=states, period=period, method=self.method
+        )
         at = self.evaluate_flat(period=period, states=flat)
         structure = self.structure
         chosen = np.asarray(at.choice)
@@ -104,12 +124,16 @@ class EGMSolution:
         Choices are the combinations of the discrete actions' codes in C order (the rows of
         ``structure.choices``); at taste-shock scale 0 the best choice has probability one.
         """
-        flat, shape = validate_states(model=self.model, states=states, period=period)
+        flat, shape = validate_states(
+            model=self.model, states=states, period=period, method=self.method
+        )
         probabilities = np.asarray(self.evaluate_flat(period=period, states=flat).probability)
         return probabilities.reshape(*shape, self.structure.n_choices)
 
     def _evaluate(self, *, period: int, states: Mapping[str, Any]) -> tuple[np.ndarray, np.ndarray]:
-        flat, shape = validate_states(model=self.model, states=states, period=period)
+        flat, shape = validate_states(
+            model=self.model, states=states, period=period, method=self.method
+        )
         at = self.evaluate_flat(period=period, states=flat)
         return np.asarray(at.consumption).reshape(shape), np.asarray(at.value).reshape(shape)
 
@@ -189,6 +213,24 @@ def point_evaluator(model: Model) -> Callable[..., Evaluated]:
         )
 
     return one
+
+
+def _grid_evaluator(model: Model) -> Callable[..., Any]:
+    """Return the jitted V at flat states for every period at once (``grid_values``)."""
+    if model not in _GRID_EVALUATORS:
+        one = point_evaluator(model)
+
+        def period_values(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
+            per_state = jax.vmap(one, in_axes=(None, 0, 0, None, None, None, None))
+            return per_state(arrays, codes, wealth, params, period, age, limit).value
+
+        def values(arrays, codes, wealth, params, ages, limit):  # noqa: ANN001, ANN202
+            periods = jnp.arange(ages.shape[0], dtype=jnp.int32)
+            per_period = jax.vmap(period_values, in_axes=(0, None, None, None, 0, 0, None))
+            return per_period(arrays, codes, wealth, params, periods, ages, limit)
+
+        _GRID_EVALUATORS[model] = jax.jit(values)
+    return _GRID_EVALUATORS[model]
 
 
 def _build(model: Model) -> Callable[..., Any]:

@@ -28,8 +28,9 @@ from project.model.params import n_packed_params, pack_params, params_on_host
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.budget import compiled_within
-from project.solver.checks import LogLevel, check_log_level
+from project.solver.checks import LogLevel, check_log_level, check_on_invalid, nan_locations
 from project.solver.facts import MAX_CACHED_PARAMS, fingerprint
+from project.solver.grid_cache import grid_points_of
 from project.solver.outputs import check_function_outputs
 from project.solver.sweep import compose
 
@@ -54,13 +55,16 @@ def solve_egm(
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
     memory_limit: Any = None,
+    on_invalid: str = "raise",
 ) -> EGMSolution:
     """Solve ``model`` by EGM and return its endogenous-grid solution.
 
     ``memory_limit`` (as in ``project.solver.solve``) is checked against XLA's buffer
-    assignment of the compiled program before it runs (``budget.check_buffers``).
+    assignment of the compiled program before it runs (``budget.check_buffers``);
+    ``on_invalid`` as there (NaN/inf in V or consumption raises, or warns with "warn").
     """
     check_log_level(log_level)
+    check_on_invalid(on_invalid)
     structure = egm_structure(model)
     host_params = params_on_host(model=model, params=params)
     check_function_outputs(model, params=host_params, codes=log_level != "off")
@@ -92,7 +96,7 @@ def solve_egm(
     )
     solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
     if checks:
-        check_report(solution, table)
+        check_report(solution, table, on_invalid=on_invalid)
     if log_level in ("progress", "debug"):
         logger.info(
             "Solved %r by %s: %d periods on %d savings points in %.3f s (at most %d runs of "
@@ -146,9 +150,9 @@ def check_borrowing_limit(
     state, action = structure.state, structure.action
     if not structure.borrowing_constraints:
         msg = (
-            f"Model {model.name!r}: EGM needs the borrowing limit as a constraint (e.g. "
-            f"{action} <= {state}); the model has none. Add it, matching the start of "
-            "post_decision_grid."
+            f"Model {model.name!r}: {structure.method.upper()} needs the borrowing limit as a "
+            f"constraint (e.g. {action} <= {state}); the model has none. Add it, matching the "
+            f"start of {_savings_words(model)}."
         )
         raise ModelSpecificationError(msg)
     dtype = float_dtype()
@@ -160,24 +164,36 @@ def check_borrowing_limit(
     if forbidden.size:
         period, row, choice, j = (int(i) for i in forbidden[0])
         msg = (
-            f"Model {model.name!r}: the constraints forbid savings {float(savings[j])!r} of "
-            f"post_decision_grid in period {period}"
+            f"Model {model.name!r} ({structure.method.upper()}): the constraints forbid savings "
+            f"{float(savings[j])!r} of {_savings_words(model)} in period {period}"
             f"{_context(structure, structure.contexts[row], structure.choices[choice])}, which "
             f"starts at {float(savings[0])!r}. Start the grid at the borrowing limit the "
-            "constraints state."
+            "constraints state (e.g. post_decision_grid=default_savings_grid(start=<limit>, "
+            "stop=...))."
         )
         raise ModelSpecificationError(msg)
     looser = np.argwhere(allowed[..., -1])
     if looser.size:
         period, row, choice = (int(i) for i in looser[0])
         msg = (
-            f"Model {model.name!r}: the constraints allow savings below {float(savings[0])!r}, "
-            f"the start of post_decision_grid, in period {period}"
-            f"{_context(structure, structure.contexts[row], structure.choices[choice])}. EGM "
-            "would solve a tighter problem than the grid solver: start the grid at the borrowing "
-            "limit the constraints state."
+            f"Model {model.name!r} ({structure.method.upper()}): the constraints allow savings "
+            f"below {float(savings[0])!r}, the start of {_savings_words(model)}, in period "
+            f"{period}{_context(structure, structure.contexts[row], structure.choices[choice])}. "
+            "EGM would solve a tighter problem than the grid solver: start the grid at the "
+            "borrowing limit the constraints state (e.g. post_decision_grid="
+            "default_savings_grid(start=<limit>, stop=...))."
         )
         raise ModelSpecificationError(msg)
+
+
+def _savings_words(model: Model) -> str:
+    """Return how messages name the savings grid: stated, or the default."""
+    if model.stated_post_decision_grid is not None:
+        return "post_decision_grid"
+    return (
+        "the default post_decision_grid (default_savings_grid(stop=<last point of the state "
+        "grid>), no post_decision_grid was given)"
+    )
 
 
 def _feasibility(model: Model) -> Callable[..., jax.Array]:
@@ -221,9 +237,17 @@ def _context(structure: Any, codes: np.ndarray, choice: np.ndarray | None = None
     return " (" + ", ".join(f"{name}={int(code)}" for name, code in pairs) + ")"
 
 
-def check_report(solution: EGMSolution, report: np.ndarray) -> None:
-    """Raise for the failures an EGM solve's report records (period by period)."""
+def check_report(
+    solution: EGMSolution, report: np.ndarray, *, on_invalid: str = "raise", regime: str = ""
+) -> None:
+    """Raise for the failures an EGM solve's report records (period by period).
+
+    NaN/inf in consumption or V raises ``InvalidValueFunctionError`` naming the last such
+    period and where V is NaN on the state grid, or with ``on_invalid="warn"`` logs it.
+    """
     model = solution.model
+    method = solution.method.upper()
+    where = f"Model {model.name!r}{f', regime {regime!r}' if regime else ''} (solved by {method})"
     failed = {column: np.flatnonzero(report[:, i]) for i, column in enumerate(REPORT_COLUMNS)}
     if failed["inverse_marginal_residual"].size:
         period = int(failed["inverse_marginal_residual"][0])
@@ -233,14 +257,14 @@ def check_report(solution: EGMSolution, report: np.ndarray) -> None:
             else "Newton's method did not invert marginal utility"
         )
         msg = (
-            f"Model {model.name!r}, period {period}: {what}. Check that utility is increasing "
+            f"{where}, period {period}: {what}. Check that utility is increasing "
             "and strictly concave in consumption (and the inverse, if given)."
         )
         raise ModelSpecificationError(msg)
     if failed["no_feasible_choice"].size:
         period = int(failed["no_feasible_choice"][0])
         msg = (
-            f"Model {model.name!r}, period {period}: in some discrete context the constraints "
+            f"{where}, period {period}: in some discrete context the constraints "
             "allow no discrete choice. Check the constraints that involve only discrete states "
             "and actions."
         )
@@ -248,14 +272,43 @@ def check_report(solution: EGMSolution, report: np.ndarray) -> None:
     if failed["non_monotone"].size and not solution.structure.discrete_actions:
         period = int(failed["non_monotone"][0])
         raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
-    if failed["not_finite"].size or failed["inverse_residual"].size:
-        periods = sorted({*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()})
+    nan_periods = _periods_with_nan(solution)
+    reported = {*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()}
+    if reported or nan_periods:
+        periods = sorted(reported | set(nan_periods))
+        period = periods[-1]  # backward induction: the last failed period is the source
         msg = (
-            f"Model {model.name!r}: EGM produced NaN/inf consumption or values, or V outside the "
-            f"range of utility, in periods {periods}. Check that utility is finite for positive "
-            "consumption and that next period's wealth stays above the borrowing limit."
+            f"{where}: V is NaN on the state grid, or EGM produced NaN/inf consumption or values "
+            f"or V outside the range of utility, in periods {periods}; in period {period} "
+            f"{_invalid_states(solution, period)}. Check that utility is finite for positive "
+            "consumption (logs of non-positive numbers, params) and that next period's wealth "
+            "stays above the borrowing limit"
         )
-        raise InvalidValueFunctionError(msg)
+        if on_invalid == "raise":
+            msg += "; solve(..., on_invalid='warn') continues with a warning instead."
+            raise InvalidValueFunctionError(msg)
+        logger.warning("%s; continuing (on_invalid='warn').", msg)
+
+
+def _periods_with_nan(solution: EGMSolution) -> list[int]:
+    """Return the periods whose V on the state grids holds NaN (one small read)."""
+    values = solution.grid_values
+    flags = jnp.isnan(values.reshape(values.shape[0], -1)).any(axis=1)
+    return np.flatnonzero(np.asarray(flags)).tolist()
+
+
+def _invalid_states(solution: EGMSolution, period: int) -> str:
+    """Return where V of ``period`` is NaN on the state grids (computed only after a failure)."""
+    model = solution.model
+    points = grid_points_of(model)
+    value = np.asarray(solution.grid_values[period])
+    if not np.isnan(value).any():
+        return "V is finite on the state grid (the NaN/inf are on the endogenous grid)"
+    state = solution.structure.state
+    located = nan_locations(
+        value, axis_names=model.state_names, points={state: np.asarray(points[state])}
+    )
+    return f"V is NaN at states: {located}"
 
 
 def _non_monotone_message(solution: EGMSolution, *, period: int) -> str:

@@ -1,8 +1,10 @@
 """Which models the endogenous grid method admits, and the facts it needs about them.
 
-EGM needs: one continuous state ``w`` and one continuous action ``c``; a ``post_decision_grid``
-of savings ``s = w - c``; a law of motion ``next_w = a·(w - c) + b`` (proved from its jaxpr,
-``solver/structure.py``); utility free of ``w`` (so the envelope condition V'(w) = u'(c) holds);
+EGM needs: one continuous state ``w`` and one continuous action ``c`` (a grid, or a
+``ContinuousAction()`` without points); a ``post_decision_grid`` of savings ``s = w - c`` (by
+default ``default_savings_grid(stop=<last point of w's grid>)``, ``Model.post_decision_grid``);
+a law of motion ``next_w = a·(w - c) + b`` (proved from its jaxpr, ``solver/structure.py``);
+utility free of ``w`` (so the envelope condition V'(w) = u'(c) holds);
 and discrete states whose next value and probabilities do not depend on ``w`` or ``c``. Utility
 must be increasing and concave in ``c``. Discrete actions make it DC-EGM (method ``"dcegm"``):
 EGM per discrete choice, whose laws of motion, utility and constraints may all depend on the
@@ -102,10 +104,14 @@ def egm_structure(model: Model) -> EGMStructure:
     obstacle = egm_obstacle(model)
     if obstacle:
         method = "dcegm" if model.discrete_actions else "egm"
-        msg = (
-            f"Model {model.name!r} cannot be solved with method={method!r}: {obstacle}. Solve "
-            "it with method='grid'."
+        instead = (
+            f"Grid search cannot solve it either: its actions {list(model.computed_actions)} "
+            "are ContinuousAction() without points. Restate the model for EGM, or give those "
+            "actions grids and solve with method='grid'."
+            if model.computed_actions
+            else "Solve it with method='grid'."
         )
+        msg = f"Model {model.name!r} cannot be solved with method={method!r}: {obstacle}. {instead}"
         raise ModelSpecificationError(msg)
     (state,) = [s for s, g in model.states.items() if not g.is_discrete]
     (action,) = [a for a, g in model.actions.items() if not g.is_discrete]
@@ -148,11 +154,11 @@ def egm_structure(model: Model) -> EGMStructure:
 
 
 def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
-    if model.post_decision_grid is None:
-        return "it states no post_decision_grid (the grid of savings w - c)"
     continuous = [s for s, g in model.states.items() if not g.is_discrete]
     if len(continuous) != 1:
         return f"it has {len(continuous)} continuous states (EGM needs exactly one)"
+    if model.post_decision_grid is None:
+        return "it states no post_decision_grid (the grid of savings w - c)"
     continuous_actions = [a for a, g in model.actions.items() if not g.is_discrete]
     if len(continuous_actions) != 1:
         return (

@@ -42,9 +42,16 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
             parts.append(f"missing {missing}")
         if extra:
             parts.append(f"unexpected {extra}")
+        hint = (
+            f" Every function argument that is not a state, action, function, shock, age or "
+            f"period is a parameter: if {missing} are choices, declare them in actions (a "
+            "continuous one that EGM/DC-EGM computes as ContinuousAction(), without a grid)."
+            if missing
+            else ""
+        )
         msg = (
             f"Model {model.name!r}: params are {' and '.join(parts)}. Expected exactly "
-            f"{list(template)} (see model.params_template)."
+            f"{list(template)} (see model.params_template).{hint}"
         )
         raise ParamsError(msg)
     converted: dict[str, np.ndarray] = {}

@@ -20,8 +20,10 @@ from typing import Any
 import dags
 import dags.exceptions
 
+from project.actions import ContinuousAction
 from project.errors import ModelSpecificationError
-from project.grids import ContinuousGrid, DiscreteGrid, Grid
+from project.grids import ContinuousGrid, DiscreteGrid, Grid, IrregSpacedGrid
+from project.savings_grids import default_savings_grid
 from project.shocks import Shock
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
@@ -40,7 +42,9 @@ class Model:
     Args:
         name: Used in messages and products.
         states: State grids; V's axes follow this order.
-        actions: Action grids; continuous actions are searched on their grid.
+        actions: Action grids; continuous actions are searched on their grid, except a
+            ``ContinuousAction()`` (``project.actions``), which states no points: EGM/DC-EGM
+            computes it (grid search then needs a grid for it instead).
         functions: ``utility``, ``next_<state>`` for every deterministic state, and auxiliaries.
         constraints: Functions returning True where an action is feasible.
         stochastic_transitions: For each stochastic (discrete) state, a function returning the
@@ -51,8 +55,10 @@ class Model:
             realisation between this period and the next. They are integrated out, not V axes.
         post_decision_grid: The grid of the post-decision state (savings ``w - c`` of the one
             continuous state ``w`` and action ``c``) on which the endogenous grid method inverts
-            the Euler equation. Its start is the borrowing limit. Without it the model is solved
-            on its grids only.
+            the Euler equation. Its start is the borrowing limit. Without it EGM/DC-EGM uses
+            ``default_savings_grid(stop=<the continuous state's last point>)`` (borrowing limit
+            0); ``solve(method=None)`` then picks EGM/DC-EGM only for a model with a
+            ``ContinuousAction`` (a model whose actions all have grids is solved on its grids).
         taste_shocks: Add iid extreme-value (EV1) shocks to the value of each combination of the
             discrete actions, with the parameter ``taste_shock_scale`` (>= 0; 0 is the hard
             maximum). V is then the scaled log-sum over discrete choices, which are taken with
@@ -93,7 +99,7 @@ class Model:
         self.ages = _horizon(name=name, n_periods=n_periods, ages=ages)
         self.param_shapes = {k: tuple(v) for k, v in (param_shapes or {}).items()}
         self.shocks = dict(shocks or {})
-        self.post_decision_grid = post_decision_grid
+        self.stated_post_decision_grid = post_decision_grid
         self.taste_shocks = taste_shocks
         _validate_names(self)
         _validate_taste_shocks(self)
@@ -127,6 +133,25 @@ class Model:
     def discrete_actions(self) -> tuple[str, ...]:
         """Return the discrete actions, in the model's order (the choices taste shocks act on)."""
         return tuple(a for a, g in self.actions.items() if g.is_discrete)
+
+    @property
+    def computed_actions(self) -> tuple[str, ...]:
+        """Return the actions stated as ``ContinuousAction`` (computed by EGM, no points)."""
+        return tuple(a for a, g in self.actions.items() if isinstance(g, ContinuousAction))
+
+    @cached_property
+    def post_decision_grid(self) -> ContinuousGrid | None:
+        """Return the savings grid EGM uses: the stated one, else the default.
+
+        The default is ``default_savings_grid(stop=<last point of the continuous state>)``;
+        None where the model has no single continuous state (EGM does not apply then).
+        """
+        if self.stated_post_decision_grid is not None:
+            return self.stated_post_decision_grid
+        continuous = [g for g in self.states.values() if not g.is_discrete]
+        if len(continuous) != 1:
+            return None
+        return default_savings_grid(stop=_last_point(continuous[0]))
 
     @property
     def permanent_states(self) -> tuple[str, ...]:
@@ -224,11 +249,26 @@ class Model:
             "ages": list(self.ages),
             "params": {k: list(v) for k, v in self.params_template.items()},
             "shocks": {k: s.describe() for k, s in self.shocks.items()},
-            "post_decision_grid": (
-                None if self.post_decision_grid is None else self.post_decision_grid.describe()
-            ),
+            "post_decision_grid": _described_savings_grid(self),
             "taste_shocks": self.taste_shocks,
         }
+
+
+def _described_savings_grid(model: Model) -> dict[str, Any] | None:
+    """Return the stated savings grid's description; with a ContinuousAction, the one EGM uses.
+
+    A model whose actions all have grids and that states none describes None (as before the
+    default existed), so its description does not change.
+    """
+    grid = model.post_decision_grid if model.computed_actions else model.stated_post_decision_grid
+    return None if grid is None else grid.describe()
+
+
+def _last_point(grid: Grid) -> float:
+    """Return the last (largest) point of a continuous grid without computing its points."""
+    if isinstance(grid, IrregSpacedGrid):
+        return float(grid.points[-1])
+    return float(grid.stop)  # type: ignore[attr-defined]
 
 
 def _arguments(func: Callable[..., Any]) -> list[str]:
@@ -285,6 +325,13 @@ def _validate_statement(*, name: Any, grids: dict[str, Any], callables: dict[str
 
 def _validate_names(model: Model) -> None:
     name = model.name
+    computed_states = sorted(s for s, g in model.states.items() if isinstance(g, ContinuousAction))
+    if computed_states:
+        msg = (
+            f"Model {name!r}: states {computed_states} are ContinuousAction, which only an "
+            "action can be. Give each state a grid (e.g. LinSpacedGrid or LogSpacedGrid)."
+        )
+        raise ModelSpecificationError(msg)
     clash = sorted(set(model.states) & set(model.actions))
     if clash:
         msg = f"Model {name!r}: {clash} are both states and actions. Rename one of them."
@@ -412,7 +459,7 @@ def _validate_graph(model: Model) -> None:
 def _validate_shocks_and_savings_grid(model: Model) -> None:
     """Check the savings grid, shock names, and that only laws of motion read shocks."""
     name = model.name
-    grid = model.post_decision_grid
+    grid = model.stated_post_decision_grid
     if grid is not None and not isinstance(grid, ContinuousGrid):
         msg = (
             f"Model {name!r}: post_decision_grid must be a continuous grid (e.g. a "

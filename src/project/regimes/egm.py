@@ -56,6 +56,7 @@ def solve_on_endogenous_grids(
     params: Mapping[str, Any],
     log_level: LogLevel = "warning",
     memory_limit: Any = None,
+    on_invalid: str = "raise",
 ) -> dict[str, EGMSolution]:
     """Solve every regime of ``model`` by (DC-)EGM; return each regime's ``EGMSolution``.
 
@@ -98,7 +99,12 @@ def solve_on_endogenous_grids(
         if log_level != "off":
             table = tables[regime]
             raise_for_regime_checks(model, regime, table[:, len(REPORT_COLUMNS) :])
-            check_report(solutions[regime], table[:, : len(REPORT_COLUMNS)])
+            check_report(
+                solutions[regime],
+                table[:, : len(REPORT_COLUMNS)],
+                on_invalid=on_invalid,
+                regime=regime,
+            )
     if log_level in ("progress", "debug"):
         logger.info(
             "Solved %r (%d regimes) by endogenous grids: %d periods in %.3f s.",

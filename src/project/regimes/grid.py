@@ -62,6 +62,7 @@ def solve_on_grid(
     log_level: LogLevel = "warning",
     exploit_structure: bool = True,
     memory_limit: Any = None,
+    on_invalid: str = "raise",
 ) -> dict[str, Solution]:
     """Solve every regime of ``model`` on its grids; return each regime's ``Solution``.
 
@@ -106,9 +107,16 @@ def solve_on_grid(
                     + nan_locations(
                         solutions[regime].values[period],
                         axis_names=model.regimes[regime].state_names,
+                        points={
+                            n: np.asarray(p)
+                            for n, p in points.items()
+                            if jnp.issubdtype(p.dtype, jnp.floating)
+                        },
                     )
                     + "."
                 ),
+                on_invalid=on_invalid,
+                what=f"grid search, regime {regime!r}",
             )
     if log_level in ("progress", "debug"):
         for regime, plan in plans.items():

@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from project.actions import grid_search_needs_points
 from project.egm.structure import egm_obstacle
 from project.errors import ModelSpecificationError
 from project.regimes.grid import solve_on_grid
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
-from project.solver.checks import LogLevel
+from project.solver.checks import LogLevel, OnInvalid, check_on_invalid
 
 METHODS = ("egm", "dcegm", "grid")
 
@@ -23,8 +24,10 @@ def solve_regimes(
     exploit_structure: bool = True,
     method: str | None = None,
     memory_limit: Any = None,
+    on_invalid: OnInvalid = "raise",
 ) -> RegimeSolution:
-    """Solve every regime; ``method`` and ``memory_limit`` as in ``project.solver.solve``."""
+    """Solve every regime; ``method``, ``memory_limit``, ``on_invalid`` as in ``solver.solve``."""
+    check_on_invalid(on_invalid)
     chosen = choose_regime_method(model, method=method)
     if chosen == "grid":
         solutions = solve_on_grid(
@@ -33,12 +36,17 @@ def solve_regimes(
             log_level=log_level,
             exploit_structure=exploit_structure,
             memory_limit=memory_limit,
+            on_invalid=on_invalid,
         )
     else:
         from project.regimes.egm import solve_on_endogenous_grids  # noqa: PLC0415
 
         solutions = solve_on_endogenous_grids(
-            model=model, params=params, log_level=log_level, memory_limit=memory_limit
+            model=model,
+            params=params,
+            log_level=log_level,
+            memory_limit=memory_limit,
+            on_invalid=on_invalid,
         )
     first = next(iter(solutions.values()))
     return RegimeSolution(model=model, params=dict(first.params), solutions=solutions)
@@ -49,13 +57,27 @@ def choose_regime_method(model: RegimeModel, *, method: str | None) -> str:
     if method is not None and method not in METHODS:
         msg = f"method must be one of {METHODS} or None (the most accurate), got {method!r}."
         raise ModelSpecificationError(msg)
+    computed = {r: v.computed_actions for r, v in model.regimes.items() if v.computed_actions}
     if method == "grid":
+        if computed:
+            regime, actions = next(iter(computed.items()))
+            raise ModelSpecificationError(
+                grid_search_needs_points(
+                    model_name=model.name, actions=actions, why=f" (regime {regime!r})"
+                )
+            )
         return "grid"
     obstacles = {r: egm_obstacle(v) for r, v in model.regimes.items()}
     blocked = {r: o for r, o in obstacles.items() if o}
     endogenous = "dcegm" if any(v.discrete_actions for v in model.regimes.values()) else "egm"
     if method is None:
-        return "grid" if blocked else endogenous
+        unstated = any(
+            v.stated_post_decision_grid is None and not v.computed_actions
+            for v in model.regimes.values()
+        )
+        if not computed and (blocked or unstated):
+            return "grid"
+        method = endogenous
     if blocked:
         regime, reason = next(iter(blocked.items()))
         msg = (

@@ -87,7 +87,7 @@ class RegimeView(Model):
             ages=regime.ages,
             param_shapes=regime.param_shapes,
             shocks=regime.shocks,
-            post_decision_grid=regime.post_decision_grid,
+            post_decision_grid=regime.stated_post_decision_grid,
             taste_shocks=regime.taste_shocks,
         )
 

@@ -96,9 +96,11 @@ def simulate(
     check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)
     check_solved_params(model_name=model.name, params=params, solved=solution.params)
-    initial = validate_initial_conditions(model=model, initial_conditions=initial_conditions)
-    n_subjects = len(next(iter(initial.values())))
     method = solution.method
+    initial = validate_initial_conditions(
+        model=model, initial_conditions=initial_conditions, method=method
+    )
+    n_subjects = len(next(iter(initial.values())))
     devices = value_devices(solution.value_function[0]) if method == "grid" else jax.devices()[:1]
     mesh = subject_mesh(devices) if len(devices) > 1 else None
     memory = plan_chunk(  # the chunk of subjects that fits memory_limit (results are the same)

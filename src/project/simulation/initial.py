@@ -46,9 +46,15 @@ def check_start_period(*, start_period: Any, n_periods: int) -> None:
 
 
 def validate_initial_conditions(
-    *, model: Model, initial_conditions: Mapping[str, Any] | pd.DataFrame
+    *,
+    model: Model,
+    initial_conditions: Mapping[str, Any] | pd.DataFrame,
+    method: str = "grid",
 ) -> dict[str, np.ndarray]:
-    """Return initial states as numpy arrays (int32 codes for discrete states, floats else)."""
+    """Return initial states as numpy arrays (int32 codes for discrete states, floats else).
+
+    ``method`` (of the solution to simulate) words the message for states outside a grid.
+    """
     if isinstance(initial_conditions, pd.DataFrame):
         initial_conditions = {c: initial_conditions[c].to_numpy() for c in initial_conditions}
     if not isinstance(initial_conditions, Mapping):
@@ -81,6 +87,7 @@ def validate_initial_conditions(
             index_name="subjects",
             error=InitialConditionsError,
             outside_error=InitialStateOutsideGridError,
+            method=method,
         )
         for name in model.state_names
     }

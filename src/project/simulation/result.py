@@ -10,6 +10,7 @@ function of the model) are evaluated in chunks of rows, never all periods on the
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jax
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from project.deprecation import warn_deprecated
 from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
 from project.model.spec import Model
@@ -69,6 +71,29 @@ class SimulationResult:
             start_period=int(start_period),
             method=solution.method,
         )
+
+    def save(self, *, directory: Path, additional_targets: list[str] | str | None = None) -> Path:
+        """Save as a bundle (deprecated, removed in 0.3.0: use ``project.persist.save_bundle``)."""
+        from project.persist.bundle import save_bundle  # noqa: PLC0415 (persist imports us)
+
+        warn_deprecated(
+            old="SimulationResult.save(directory=...)",
+            new="project.persist.save_bundle(result=..., directory=...)",
+            advice="Saving moved to project.persist (persistence imports the simulation).",
+        )
+        return save_bundle(result=self, directory=directory, additional_targets=additional_targets)
+
+    @classmethod
+    def load(cls, *, directory: Path, model: Model | None = None) -> SimulationResult:
+        """Load a bundle (deprecated, removed in 0.3.0: use ``project.persist.load_bundle``)."""
+        from project.persist.bundle import load_bundle  # noqa: PLC0415 (persist imports us)
+
+        warn_deprecated(
+            old="SimulationResult.load(directory=...)",
+            new="project.persist.load_bundle(directory=..., model=...)",
+            advice="Loading moved to project.persist (persistence imports the simulation).",
+        )
+        return load_bundle(directory=directory, model=model)
 
     @property
     def state_names(self) -> list[str]:

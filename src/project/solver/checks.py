@@ -20,6 +20,8 @@ from project.errors import InvalidValueFunctionError, ProjectError
 
 LogLevel = Literal["off", "warning", "progress", "debug"]
 LOG_LEVELS: tuple[str, ...] = ("off", "warning", "progress", "debug")
+OnInvalid = Literal["raise", "warn"]
+ON_INVALID: tuple[str, ...] = ("raise", "warn")
 
 logger = logging.getLogger("project.solver")
 
@@ -59,15 +61,40 @@ def check_log_level(log_level: str) -> None:
         raise ProjectError(msg)
 
 
-def nan_locations(x: jnp.ndarray, *, axis_names: tuple[str, ...], limit: int = 5) -> str:
-    """Describe where NaNs sit: the affected indices along each named axis (debug path only)."""
+def check_on_invalid(on_invalid: str) -> None:
+    """Raise a clear error for an unknown ``on_invalid``."""
+    if on_invalid not in ON_INVALID:
+        msg = (
+            f"on_invalid must be 'raise' (the default: NaN/+inf in V raises "
+            f"InvalidValueFunctionError) or 'warn' (log a warning and continue), got "
+            f"{on_invalid!r}."
+        )
+        raise ProjectError(msg)
+
+
+def nan_locations(
+    x: jnp.ndarray,
+    *,
+    axis_names: tuple[str, ...],
+    limit: int = 5,
+    points: dict[str, np.ndarray] | None = None,
+) -> str:
+    """Describe where NaNs sit: the affected indices along each named axis (failure path only).
+
+    ``points`` (by axis name) adds the values at those indices, e.g. of a continuous state.
+    """
     mask = np.asarray(jnp.isnan(x))
     parts = []
     for axis, name in enumerate(axis_names):
         other = tuple(i for i in range(mask.ndim) if i != axis)
         hit = np.flatnonzero(mask.any(axis=other)) if other else np.flatnonzero(mask)
-        shown = ", ".join(str(i) for i in hit[:limit]) + (", ..." if hit.size > limit else "")
-        parts.append(f"{name} at indices [{shown}] ({hit.size} of {mask.shape[axis]})")
+        more = ", ..." if hit.size > limit else ""
+        shown = ", ".join(str(i) for i in hit[:limit]) + more
+        part = f"{name} at indices [{shown}] ({hit.size} of {mask.shape[axis]})"
+        if points is not None and name in points:
+            values = np.asarray(points[name])[hit[:limit]]
+            part += " = [" + ", ".join(f"{float(v):.4g}" for v in values) + more + "]"
+        parts.append(part)
     return "; ".join(parts)
 
 
@@ -76,11 +103,15 @@ def report_flags(
     *,
     log_level: str,
     describe: Callable[[int], str],
+    on_invalid: str = "raise",
+    what: str = "grid search",
 ) -> None:
-    """Warn about (or, at "debug", raise for) the periods whose V failed a check.
+    """Raise for (or, with ``on_invalid="warn"``, warn about) the periods whose V failed a check.
 
     ``flags`` holds ``value_flags`` per period; ``describe(period)`` returns the diagnosis of a
-    failed period (where the NaNs are in V and Q), and is only called at "debug".
+    failed period (where the NaNs are in V and Q), and is only called when one failed and the
+    diagnosis is shown (always when raising; when warning, at "debug"). ``what`` names the
+    solve in messages (e.g. "grid search", "grid search, regime 'retired'").
     """
     for period in np.flatnonzero(flags[:, 2]):
         logger.warning(
@@ -97,19 +128,27 @@ def report_flags(
             flags[period, 3],
         )
     failed = np.flatnonzero(flags[:, 0] | (flags[:, 1] > 0))
-    for period in failed[::-1]:  # backward induction: the last failed period is the source
-        what = "NaN" if flags[period, 0] else "+inf"
-        if log_level == "debug":
-            msg = (
-                f"The value function of period {period} contains {what} values. "
-                f"{describe(int(period)) if flags[period, 0] else ''} Check the utility and "
-                "laws of motion there (logs of non-positive numbers, divisions by zero, params) "
-                "and the grids' bounds."
-            )
-            raise InvalidValueFunctionError(msg)
-        logger.warning(
-            "Period %d: the value function contains %s values; continuing. Solve with "
-            "log_level='debug' to locate them.",
-            period,
-            what,
+    if not failed.size:
+        return
+    period = int(failed[-1])  # backward induction: the last failed period is the source
+    kind = "NaN" if flags[period, 0] else "+inf"
+    shown = on_invalid == "raise" or log_level == "debug"
+    where = f"{describe(period)} " if shown and flags[period, 0] else ""
+    others = f" (and so do periods {failed[:-1].tolist()})" if failed.size > 1 else ""
+    if on_invalid == "raise":
+        msg = (
+            f"Solving by {what}: the value function of period {period} contains {kind} "
+            f"values{others}. {where}Check the utility and laws of motion there (logs of "
+            "non-positive numbers, divisions by zero, params) and the grids' bounds; "
+            "solve(..., on_invalid='warn') continues with a warning instead."
         )
+        raise InvalidValueFunctionError(msg)
+    logger.warning(
+        "Solving by %s: the value function of period %d contains %s values%s; continuing "
+        "(on_invalid='warn'). %s",
+        what,
+        period,
+        kind,
+        others,
+        where or "Solve with log_level='debug' to locate them.",
+    )

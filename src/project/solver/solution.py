@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -11,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.deprecation import method_with_old_items, warn_deprecated
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
 from project.model.spec import Model
@@ -104,6 +106,11 @@ class Solution:
         value, _ = evaluate_grid_solution(self, period=period, states=flat)
         return value.reshape(shape)
 
+    @method_with_old_items.replacing(
+        new="policy_indices",
+        advice="solution.policy is a method now: policy(period=, states=) evaluates the policy; "
+        "the grid indices per period moved to solution.policy_indices.",
+    )
     def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """Return the optimal action values of ``period`` at ``states`` (the maximiser of Q).
 
@@ -139,6 +146,50 @@ class Solution:
         flat, shape = validate_states(model=self.model, states=states, period=period)
         probabilities = evaluate_choice_probabilities(self, period=period, states=flat)
         return probabilities.reshape(*shape, probabilities.shape[-1])
+
+
+_OLD_FIELDS = ("value_function", "policy")
+
+
+def _accept_old_constructor(init: Callable[..., None]) -> Callable[..., None]:
+    """Return ``Solution.__init__`` that also takes the old per-period fields, warning."""
+
+    def __init__(self: Solution, *args: Any, **kwargs: Any) -> None:  # noqa: N807
+        if len(args) == len(_OLD_FIELDS) + 2 and isinstance(args[2], list | tuple):
+            kwargs |= dict(zip(("model", "params", *_OLD_FIELDS), args, strict=True))
+            args = ()
+        if not any(k in kwargs for k in _OLD_FIELDS):
+            init(self, *args, **kwargs)
+            return
+        if args or {"values", "policies"} & kwargs.keys():
+            msg = (
+                "Solution() got the old per-period fields (value_function=, policy=) together "
+                "with positional arguments or the new fields (values=, policies=). Pass either "
+                "Solution.from_periods(model=, params=, value_function=, policy=) or "
+                "Solution(model=, params=, values=, policies=)."
+            )
+            raise TypeError(msg)
+        warn_deprecated(
+            old="Solution(model=, params=, value_function=, policy=)",
+            new="Solution.from_periods(model=, params=, value_function=, policy=)",
+            advice="Solution() itself now takes the stacked arrays values= and policies=.",
+        )
+        per_period = Solution.from_periods(**kwargs)
+        init(
+            self,
+            model=per_period.model,
+            params=per_period.params,
+            values=per_period.values,
+            policies=per_period.policies,
+            kernels=per_period.kernels,
+        )
+
+    __init__.__doc__ = init.__doc__
+    __init__.__signature__ = inspect.signature(init)  # type: ignore[attr-defined]
+    return __init__
+
+
+Solution.__init__ = _accept_old_constructor(Solution.__init__)  # type: ignore[method-assign]
 
 
 def _require_discrete_choice(model: Model) -> None:

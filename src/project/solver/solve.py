@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh
 
+from project.actions import grid_search_needs_points
 from project.devices import check_permanent_states, mesh_key, replicate, state_mesh
 from project.egm.solution import EGMSolution
 from project.egm.solve import solve_egm
@@ -36,7 +37,14 @@ from project.regimes.solution import RegimeSolution
 from project.regimes.solve import solve_regimes
 from project.regimes.spec import RegimeModel
 from project.solver.budget import fit_solve
-from project.solver.checks import LogLevel, check_log_level, nan_locations, report_flags
+from project.solver.checks import (
+    LogLevel,
+    OnInvalid,
+    check_log_level,
+    check_on_invalid,
+    nan_locations,
+    report_flags,
+)
 from project.solver.facts import (
     KnownFacts,
     fact_columns,
@@ -71,25 +79,36 @@ def solve(
     exploit_structure: bool = True,
     method: str | None = None,
     memory_limit: int | float | str | None = None,
+    on_invalid: OnInvalid = "raise",
 ) -> Solution | EGMSolution | RegimeSolution:
     """Solve ``model`` by backward induction and return V and the policy of every period.
 
     States marked ``distributed`` are sharded over all devices (see ``project.devices``); V
     is returned materialised and still sharded.
 
-    ``log_level``: "off" (no checks), "warning" (warn about NaN/inf and states without a
-    feasible action, and check transition probabilities once per params), "progress" (also log
-    each period's kernel and the solve time), "debug" (raise ``InvalidValueFunctionError``
-    locating NaNs). ``devices``: the devices to shard over (default: all).
+    ``log_level``: "off" (no checks at all: NaN in V passes silently, whatever
+    ``on_invalid`` says), "warning" (check V for NaN/+inf, warn about states without a feasible
+    action, and check transition probabilities once per params), "progress" (also log each
+    period's kernel and the solve time), "debug" (also locate NaNs in a warning with
+    ``on_invalid="warn"``). ``devices``: the devices to shard over (default: all).
+
+    ``on_invalid``: "raise" (the default) raises ``InvalidValueFunctionError`` when V of some
+    period holds NaN or +inf, naming the method, the period and the states where V is NaN
+    (discrete codes, continuous indices and values; located only after a check failed);
+    "warn" logs a warning and returns the solution (NaNs then flow into evaluation and
+    simulation).
     ``exploit_structure=False`` runs the general kernel in every period (to cross-check the
     structure kernels, which give the same V to rounding).
 
     ``method``: "egm" (the endogenous grid method: consumption and V on endogenous grids, exact
     between grid points up to interpolation; see ``project.egm``), "dcegm" (EGM per discrete
     choice with an upper envelope, for models with discrete actions), "grid" (V and the policy
-    on the state and action grids) or None, the default: "egm" or "dcegm" where the model admits
-    it (it states a ``post_decision_grid`` and has the structure EGM needs), else "grid". The
-    returned solution's ``method`` says which ran.
+    on the state and action grids) or None, the default: "egm" or "dcegm" for a model with a
+    ``ContinuousAction`` (no points; grid search cannot solve it), or where the model states a
+    ``post_decision_grid`` and has the structure EGM needs; else "grid" (a model whose actions
+    all have grids and that states no ``post_decision_grid``). EGM/DC-EGM without a stated
+    ``post_decision_grid`` use ``default_savings_grid(stop=<last point of the state grid>)``.
+    The returned solution's ``method`` says which ran.
 
     ``memory_limit`` (per device): None for 80% of the free device memory, bytes, or a string
     such as "2GB" or "50%". On the grids the solve's peak is predicted before compiling; if the
@@ -102,6 +121,7 @@ def solve(
     every regime) and returns a ``RegimeSolution``.
     """
     check_log_level(log_level)
+    check_on_invalid(on_invalid)
     if not isinstance(model, Model | RegimeModel):
         msg = f"model must be a project.model.Model or RegimeModel, got {type(model).__name__}."
         raise ModelSpecificationError(msg)
@@ -116,9 +136,16 @@ def solve(
             exploit_structure=exploit_structure,
             method=method,
             memory_limit=memory_limit,
+            on_invalid=on_invalid,
         )
     if choose_method(model, method=method) in ("egm", "dcegm"):
-        return solve_egm(model=model, params=params, log_level=log_level, memory_limit=memory_limit)
+        return solve_egm(
+            model=model,
+            params=params,
+            log_level=log_level,
+            memory_limit=memory_limit,
+            on_invalid=on_invalid,
+        )
     plan = plan_for(model) if exploit_structure else general_plan(model)
     host_params = params_on_host(model=model, params=params)
     check_function_outputs(model, params=host_params, codes=log_level != "off")
@@ -161,6 +188,7 @@ def solve(
             run.flags,
             log_level=log_level,
             describe=lambda period: _describe_nans(solution, period=period, points=points),
+            on_invalid=on_invalid,
         )
     if log_level in ("progress", "debug"):
         log_kernels(plan, run.choices)
@@ -188,13 +216,27 @@ class _Run(NamedTuple):
 
 
 def choose_method(model: Model, *, method: str | None) -> str:
-    """Return the method a solve of ``model`` uses: the given one, else the most accurate one."""
+    """Return the method a solve of ``model`` uses: the given one, else the most accurate one.
+
+    ``None`` picks EGM/DC-EGM for a model with a ``ContinuousAction`` (it has no points to
+    search) or a stated ``post_decision_grid`` where EGM applies; a model whose actions all
+    have grids and that states no ``post_decision_grid`` is solved on its grids.
+    """
     endogenous = "dcegm" if model.discrete_actions else "egm"
     if method is None:
+        if model.computed_actions:
+            egm_structure(model)  # raises, naming the obstacle, where EGM does not apply
+            return endogenous
+        if model.stated_post_decision_grid is None:
+            return "grid"
         return "grid" if egm_obstacle(model) else endogenous
     if method not in METHODS:
         msg = f"method must be one of {METHODS} or None (the most accurate), got {method!r}."
         raise ModelSpecificationError(msg)
+    if method == "grid" and model.computed_actions:
+        raise ModelSpecificationError(
+            grid_search_needs_points(model_name=model.name, actions=model.computed_actions)
+        )
     if method in ("egm", "dcegm") and method != endogenous:
         has = (
             f"discrete actions {list(model.discrete_actions)}"
@@ -268,7 +310,7 @@ def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh |
 
 
 def _describe_nans(solution: Solution, *, period: int, points: dict[str, jax.Array]) -> str:
-    """Return where V and Q of ``period`` are NaN (the debug diagnosis)."""
+    """Return where V and Q of ``period`` are NaN (computed only after a check failed)."""
     model = solution.model
     last = period == model.n_periods - 1
     next_value = solution.values[period + 1] if not last else jnp.zeros_like(solution.values[0])
@@ -278,7 +320,15 @@ def _describe_nans(solution: Solution, *, period: int, points: dict[str, jax.Arr
         next_value, params, points, jnp.int32(period), age
     )
     names = (*model.state_names, *model.action_names)
+    continuous = {
+        n: np.asarray(points[n])
+        for n, g in (model.states | model.actions).items()
+        if not g.is_discrete and n in points
+    }
+    located = nan_locations(
+        solution.values[period], axis_names=model.state_names, points=continuous
+    )
     return (
-        f"States: {nan_locations(solution.values[period], axis_names=model.state_names)}. "
-        f"Q(state, action) is NaN at: {nan_locations(q, axis_names=names)}."
+        f"V is NaN at states: {located}. "
+        f"Q(state, action) is NaN at: {nan_locations(q, axis_names=names, points=continuous)}."
     )

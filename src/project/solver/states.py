@@ -14,12 +14,13 @@ from project.model.spec import Model
 
 
 def validate_states(
-    *, model: Model, states: Mapping[str, Any], period: int
+    *, model: Model, states: Mapping[str, Any], period: int, method: str = "grid"
 ) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
     """Return the states as flat arrays (int codes for discrete states) and their common shape.
 
     Every state of the model must be given; arrays broadcast against each other. Discrete states
-    take int codes or labels; continuous ones must lie within their grid's range.
+    take int codes or labels; continuous ones must lie within their grid's range (the domain of
+    a solution by ``method``, which words the message).
     """
     if isinstance(period, bool) or not isinstance(period, int | np.integer):
         msg = f"period must be an int in 0..{model.n_periods - 1}, got {period!r}."
@@ -49,6 +50,7 @@ def validate_states(
             index_name="entries",
             error=InvalidStatesError,
             outside_error=StateOutsideGridError,
+            method=method,
         )
         for name, given in zip(model.state_names, arrays, strict=True)
     }
@@ -71,6 +73,7 @@ def parse_state(
     index_name: str,
     error: type[ProjectError],
     outside_error: type[StateOutsideGridError],
+    method: str = "grid",
 ) -> np.ndarray:
     """Return one state's values: int32 codes (from labels or codes) or floats on the grid.
 
@@ -117,5 +120,6 @@ def parse_state(
         what=what,
         index_name=index_name,
         error=outside_error,
+        method=method,
     )
     return numeric
