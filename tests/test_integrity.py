@@ -23,7 +23,7 @@ import pytest
 from project import CheckpointError, solve
 from project.models import lifecycle, precautionary
 from project.persist import MARKER_NAME, load_bundle, load_solution, save_bundle, save_solution
-from project.persist.atomic import atomic_directory, atomic_file, current_generation
+from project.persist.atomic import atomic_directory, atomic_file, current_generation, lock_path
 from project.persist.bundle import TABLE_NAME, load_table
 from project.persist.manifest import directory_state, verify_directory, write_marker
 from project.simulation import draw_initial_conditions, simulate
@@ -33,8 +33,9 @@ ENV = os.environ | {"PYTHONPATH": str(ROOT / "src")}
 
 
 def leftovers(target: Path) -> list[str]:
-    """Return what lies beside ``target`` besides its link and its current generation."""
+    """Return what lies beside ``target`` besides its link, current generation and lock file."""
     keep = {target.name, current_generation(target).name if target.is_symlink() else None}
+    keep.add(lock_path(target).name)
     return sorted(p.name for p in target.parent.iterdir() if p.name not in keep)
 
 

@@ -12,9 +12,11 @@ _EXPORTS = {
     "ContinuousAction": "project.actions",
     **dict.fromkeys(
         (
+            "BuildLockedError",
             "CheckpointError",
             "ConfigurationError",
             "DataError",
+            "DiskFullError",
             "GridInitializationError",
             "InitialConditionsError",
             "InitialStateOutsideGridError",
@@ -41,11 +43,13 @@ _EXPORTS = {
     **dict.fromkeys(("Solution", "has_inf", "has_nan", "solve"), "project.solver"),
 }
 __all__ = [
+    "BuildLockedError",
     "CheckpointError",
     "ConfigurationError",
     "ContinuousAction",
     "DataError",
     "DiscreteGrid",
+    "DiskFullError",
     "GridInitializationError",
     "InitialConditionsError",
     "InitialStateOutsideGridError",

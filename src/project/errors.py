@@ -62,3 +62,11 @@ class DataError(ProjectError, ValueError):
 
 class PaperError(ProjectError, RuntimeError):
     """The paper did not compile: a missing generated input, a broken reference, a Typst error."""
+
+
+class DiskFullError(CheckpointError):
+    """The disk filled up while a product was saved (nothing was published; the old one stays)."""
+
+
+class BuildLockedError(ProjectError, RuntimeError):
+    """Another build holds the build root's lock (two builds would race on every product)."""

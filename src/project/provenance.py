@@ -27,6 +27,8 @@ from typing import Any
 import pyarrow as pa
 from pyarrow import feather
 
+from project.config import ROOT
+
 PROVENANCE_KEY = "provenance"
 """The key under which JSON products and Arrow schema metadata hold the provenance."""
 PACKAGES = (
@@ -42,7 +44,6 @@ PACKAGES = (
     "typst",
 )
 """The packages whose versions a product records."""
-ROOT = Path(__file__).resolve().parents[2]
 UNKNOWN = "unknown"
 
 

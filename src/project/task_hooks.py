@@ -12,22 +12,45 @@ Two departures from pytask's defaults, both about respecting the user's time:
   to ``bld/smoke/`` (``project.config.BLD``) and pytask's state (lock file and database) lives
   there too, so smoke and full builds never invalidate each other.
 
+And three guards of the products:
+
+- **One build per build root.** ``pytask`` takes an exclusive lock on ``<BLD>/.build.lock``
+  before it runs anything; a second build of the same root refuses at once with
+  ``BuildLockedError`` naming the running one, or waits for it with ``--wait-for-build-lock``
+  (or ``PROJECT_WAIT_FOR_BUILD_LOCK=1``). The kernel releases the lock of a killed build.
+- **The checkout being built is the one pytask runs in** (``project.config.checkout_root``); it
+  is exported as ``$PROJECT_ROOT`` so that every worker builds into the same ``bld/``.
+- **A full disk is one line**, not a traceback: ``DiskFullError`` is reported by its message.
+
 Only pytask-facing code lives here; the engine never imports it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import inspect
+import logging
+import os
+import socket
 from dataclasses import fields
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import click
 from _pytask.lockfile import LockfileState
 from pytask import Task, hookimpl
 
-from project.config import BLD, PROFILE
+from project.config import BLD, PROFILE, ROOT, ROOT_VARIABLE
+from project.errors import BuildLockedError, ConfigurationError, DiskFullError
 
 STATE_DIRECTORY = ".pytask"
+BUILD_LOCK = ".build.lock"
+WAIT_OPTION = "wait_for_build_lock"
+WAIT_VARIABLE = "PROJECT_WAIT_FOR_BUILD_LOCK"
+LOCK_KEY = "project_build_lock"
+logger = logging.getLogger(__name__)
 
 
 class SourceStateTask(Task):
@@ -55,8 +78,7 @@ def pytask_parse_config(config: dict[str, Any]) -> None:
         config["database_url"] = f"sqlite:///{directory.as_posix()}/pytask.sqlite3"
 
 
-@hookimpl(trylast=True)
-def pytask_post_parse(config: dict[str, Any]) -> None:
+def _keep_smoke_lockfile(config: dict[str, Any]) -> None:
     """Keep the smoke profile's lock file in its build root."""
     if not _own_state_root() or "lockfile_state" not in config:
         return
@@ -74,3 +96,85 @@ def pytask_collect_modify_tasks(session: Any, tasks: list[Any]) -> None:
             tasks[index] = SourceStateTask(
                 **{field.name: getattr(task, field.name) for field in fields(task) if field.init}
             )
+
+
+@hookimpl
+def pytask_extend_command_line_interface(cli: click.Group) -> None:
+    """Add ``--wait-for-build-lock`` to ``pytask build``."""
+    cli.commands["build"].params.append(
+        click.Option(
+            ["--wait-for-build-lock", WAIT_OPTION],
+            is_flag=True,
+            default=False,
+            help=(
+                "Wait for another build of the same build root to finish instead of refusing "
+                f"to start (also: {WAIT_VARIABLE}=1)."
+            ),
+        )
+    )
+
+
+@hookimpl(trylast=True)
+def pytask_post_parse(config: dict[str, Any]) -> None:
+    """Keep the smoke profile's lock file in its build root; guard the build root."""
+    _keep_smoke_lockfile(config)
+    if config.get("command") != "build":
+        return
+    _check_checkout(Path(config["root"]))
+    os.environ[ROOT_VARIABLE] = str(ROOT)  # workers (loky, dask, SLURM) build here too
+    wait = bool(config.get(WAIT_OPTION)) or os.environ.get(WAIT_VARIABLE, "") == "1"
+    config[LOCK_KEY] = acquire_build_lock(BLD, wait=wait)
+
+
+@hookimpl
+def pytask_unconfigure(session: Any) -> None:
+    """Release the build lock."""
+    descriptor = session.config.pop(LOCK_KEY, None)
+    if descriptor is not None:
+        os.close(descriptor)
+
+
+@hookimpl(tryfirst=True)
+def pytask_execute_task_process_report(session: Any, report: Any) -> None:
+    """Report a full disk by its message alone (the traceback says nothing more)."""
+    if report.exc_info and isinstance(report.exc_info[1], DiskFullError):
+        error = report.exc_info[1]
+        report.exc_info = (type(error), error, None)
+
+
+def _check_checkout(pytask_root: Path) -> None:
+    if pytask_root.resolve() != ROOT:
+        msg = (
+            f"pytask builds the project in {pytask_root}, but the products would go to {ROOT} "
+            f"(the checkout found from the working directory {Path.cwd()} or ${ROOT_VARIABLE}). "
+            f"Run pytask from inside the checkout you want to build, or set {ROOT_VARIABLE}."
+        )
+        raise ConfigurationError(msg)
+
+
+def acquire_build_lock(build_root: Path, *, wait: bool) -> int:
+    """Take the build root's lock and return its descriptor; refuse or wait when it is held."""
+    build_root.mkdir(parents=True, exist_ok=True)
+    path = build_root / BUILD_LOCK
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = path.read_text().strip() or "a build that has not said who it is"
+        if not wait:
+            os.close(descriptor)
+            msg = (
+                f"Another build is running in {build_root} ({holder}; lock {path}). Two builds "
+                "of one build root would race on every product. Wait for it to finish, stop it, "
+                f"or run `pytask --wait-for-build-lock` (or set {WAIT_VARIABLE}=1) to start "
+                "when it is done."
+            )
+            raise BuildLockedError(msg) from None
+        logger.warning("Waiting for the build running in %s (%s) to finish.", build_root, holder)
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+    started = datetime.now(tz=UTC).isoformat(timespec="seconds")
+    os.ftruncate(descriptor, 0)
+    os.pwrite(
+        descriptor, f"pid {os.getpid()} on {socket.gethostname()} since {started}".encode(), 0
+    )
+    return descriptor

@@ -137,6 +137,8 @@ def hidden_entries(root: Path) -> list[str]:
         for path in sorted(folder.glob(".*")):
             if folder == bld and path.name == ".pytask":  # pytask's own state
                 continue
+            if path.name.endswith(".lock"):  # the build's and each product's lock file
+                continue
             product = folder / path.name[1:].split(".")[0]
             if not (product.is_symlink() and product.resolve() == path.resolve()):
                 found.append(str(path.relative_to(root)))

@@ -13,14 +13,27 @@ and changes nothing (not even modification times).
 A single-file product is written to ``.<name>.writing-<host>-<pid>-<random>`` beside it,
 synced, and renamed over it (``atomic_file``).
 
+Concurrent writers of one product are serialised where it matters: the clean-up of leftovers
+and the publication (rename of the staging directory, then the link flip) run under the
+product's lock, an exclusive ``flock(2)`` on ``.<name>.lock`` beside it (never removed). A
+generation renamed but not yet linked by one writer can therefore never be taken for a
+leftover by another, and two writers always end with one complete generation behind the link
+(the last one published). Staging happens outside the lock, so writers still work in parallel.
+The kernel drops the lock of a killed process.
+
 Leftovers of killed writers (staging directories, temporaries, unreferenced generations) are
 removed by the next save into the same folder: a staging name records its writer's host and
-process id, and one whose process is still alive on this host is left alone.
+process id, and one whose process is still alive on this host (or is this process's own save in
+progress) is left alone.
+
+A full disk (``ENOSPC``, ``EDQUOT``) during a save removes the staging at once and raises
+``DiskFullError`` naming the product, what it had written so far and the free space there.
 
 Promised on POSIX file systems with atomic ``rename(2)`` (local disks, NFS for one writer per
 product): a killed process never exposes a partial product; after a power loss a product whose
 link flip reached the disk is complete (files and directories are synced before the flip). Not
-promised: readers that resolved the link before a flip may see the old generation disappear
+promised: locks on file systems without ``flock`` (some NFS set-ups: there, one writer per
+product); readers that resolved the link before a flip may see the old generation disappear
 once the writer removes it (pytask never reads a product while its task writes it); a product
 path that is a plain directory (written by an older version) is moved aside once before the
 first link is made, a short gap that happens only during that migration.
@@ -30,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import secrets
 import shutil
@@ -37,10 +51,37 @@ import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from project.errors import DiskFullError
+
 MARKER_NAME = "COMPLETE.json"
 """The file written last into every directory product: its digests describe the product."""
 WRITING = "writing"
+LOCK_SUFFIX = "lock"
 DIGEST_LENGTH = 16
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_IN_FLIGHT: set[str] = set()
+"""Names of this process's stagings whose save is still running (entries live only as long as
+their save): the clean-up of another save in this process must leave them alone."""
+
+
+def _checkpoint(point: str) -> None:
+    """Mark a point of a save (a no-op: tests replace it to force interleavings of writers)."""
+
+
+def lock_path(target: Path) -> Path:
+    """Return the lock file that serialises the publication and clean-up of ``target``."""
+    return target.parent / f".{target.name}.{LOCK_SUFFIX}"
+
+
+@contextlib.contextmanager
+def product_lock(target: Path) -> Iterator[None]:
+    """Hold ``target``'s exclusive lock (waiting for other writers) for the block."""
+    descriptor = os.open(lock_path(target), os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(descriptor)  # closing the only descriptor releases the lock
 
 
 def staging_path(target: Path) -> Path:
@@ -63,21 +104,84 @@ def atomic_directory(target: Path, *, digest_of: Callable[[Path], str]) -> Itera
     """
     target = Path(target).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(target)
+    _checkpoint("start")
+    with product_lock(target):
+        remove_leftovers(target)
     staging = staging_path(target)
-    staging.mkdir(mode=0o777)
+    _IN_FLIGHT.add(staging.name)
     try:
-        yield staging
-        generation = generation_path(target, digest=digest_of(staging))
-        sync_tree(staging)
-        publish(staging=staging, generation=generation, target=target)
+        with _reporting_full_disk(target=target, staging=staging):
+            staging.mkdir(mode=0o777)
+            yield staging
+            generation = generation_path(target, digest=digest_of(staging))
+            sync_tree(staging)
+        _checkpoint("staged")
+        with product_lock(target):
+            _checkpoint("locked")
+            publish(staging=staging, generation=generation, target=target)
     finally:
+        _IN_FLIGHT.discard(staging.name)
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def _reporting_full_disk(*, target: Path, staging: Path) -> Iterator[None]:
+    """Turn a full disk while staging into one ``DiskFullError`` (the staging removed first)."""
+    try:
+        yield
+    except Exception as error:
+        if not _caused_by_full_disk(error):
+            raise
+        written = _size_of(staging)
+        _remove(staging)
+        raise DiskFullError(_disk_full_message(target=target, written=written)) from None
+
+
+def _caused_by_full_disk(error: BaseException) -> bool:
+    """Say whether ``error`` or an exception it was raised from is a full disk."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in DISK_FULL:
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def _disk_full_message(*, target: Path, written: int) -> str:
+    try:
+        free = shutil.disk_usage(target.parent).free
+    except OSError:
+        free = 0
+    return (
+        f"The disk is full: saving {target} stopped after writing {_mib(written)} (the product "
+        f"needs at least that much, likely more), and {_mib(free)} are free on the file system "
+        f"of {target.parent}. Nothing was published: the previous {target.name} is intact and "
+        "the partial copy was removed. Free space there (or point bld/ at a larger disk with a "
+        "symbolic link) and run the build again."
+    )
+
+
+def _mib(n_bytes: int) -> str:
+    return f"{n_bytes / 2**20:,.1f} MiB"
+
+
+def _size_of(directory: Path) -> int:
+    if not directory.exists():
+        return 0
+    if directory.is_file():
+        return directory.stat().st_size
+    return sum(p.stat().st_size for p in directory.rglob("*") if p.is_file())
+
+
 def publish(*, staging: Path, generation: Path, target: Path) -> None:
-    """Rename ``staging`` to ``generation`` (unless it exists) and point ``target`` at it."""
+    """Rename ``staging`` to ``generation`` (unless it exists) and point ``target`` at it.
+
+    Call it holding ``product_lock(target)``: then no other writer is between its own rename and
+    flip, and a generation that exists but is not linked is a leftover.
+    """
     previous = current_generation(target)
     if generation.exists() and previous != generation:
         shutil.rmtree(generation)  # an unreferenced leftover under the same name
@@ -89,9 +193,11 @@ def publish(*, staging: Path, generation: Path, target: Path) -> None:
         if generation.exists():
             shutil.rmtree(generation)
         staging.rename(generation)
+    _checkpoint("renamed")
     if previous != generation:
         _flip_link(target, generation)
     sync_directory(target.parent)
+    _checkpoint("flipped")
     remove_leftovers(target)
 
 
@@ -125,8 +231,10 @@ def remove_leftovers(target: Path) -> None:
         if not entry.name.startswith(prefix) or entry == current:
             continue
         rest = entry.name[len(prefix) :]
+        if rest == LOCK_SUFFIX:
+            continue
         if rest.startswith(f"{WRITING}-"):
-            if _writer_alive(rest):
+            if entry.name in _IN_FLIGHT or _writer_alive(rest):
                 continue
         elif not _is_generation_name(rest) and not rest.startswith("old-"):  # old layout
             continue
@@ -176,14 +284,17 @@ def atomic_file(path: Path) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; sync it and rename it over ``path`` on success."""
     path = Path(path).absolute()
     path.parent.mkdir(parents=True, exist_ok=True)
-    remove_leftovers(path)
+    remove_leftovers(path)  # a single rename publishes: no generation to protect, no lock
     temporary = staging_path(path)
+    _IN_FLIGHT.add(temporary.name)
     try:
-        yield temporary
-        sync_file(temporary)
+        with _reporting_full_disk(target=path, staging=temporary):
+            yield temporary
+            sync_file(temporary)
         temporary.replace(path)
         sync_directory(path.parent)
     finally:
+        _IN_FLIGHT.discard(temporary.name)
         temporary.unlink(missing_ok=True)
 
 

@@ -1,0 +1,146 @@
+"""Two live writers of one product never lose it: every interleaving of their publications.
+
+Each writer runs in its own process and stops at every named point of a save
+(``project.persist.atomic._checkpoint``: start, staged, locked, renamed, flipped) until told to go
+on. For every pair of stopping points, both resume orders and same or different content, the
+product must end as a link to one complete, verified generation holding one writer's content,
+with nothing else beside it, and both writers must succeed. The old code lost the product when
+one writer stopped after its rename or before its flip while the other cleaned up.
+"""
+
+import os
+import select
+import subprocess
+import sys
+import textwrap
+from itertools import product
+from pathlib import Path
+
+import pytest
+
+from project.persist.atomic import atomic_directory, current_generation, lock_path
+from project.persist.manifest import verify_directory, write_marker
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = os.environ | {"PYTHONPATH": str(ROOT / "src")}
+POINTS = ("start", "staged", "locked", "renamed", "flipped")
+BLOCKED_AFTER_S = 0.5
+
+WRITER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    from project.persist import atomic
+    from project.persist.manifest import write_marker
+
+    def checkpoint(point):
+        print("at", point, flush=True)
+        assert sys.stdin.readline().strip() == "go"
+
+    atomic._checkpoint = checkpoint
+    target, content = Path(sys.argv[1]), sys.argv[2]
+    with atomic.atomic_directory(
+        target, digest_of=lambda s: write_marker(s, kind="test")
+    ) as staging:
+        for name in ("a.bin", "b/c.bin"):
+            (staging / name).parent.mkdir(exist_ok=True)
+            (staging / name).write_text(content * 100 + name)
+    print("done", flush=True)
+""")
+
+
+class Writer:
+    """A writer process driven point by point over its standard input and output."""
+
+    def __init__(self, target: Path, content: str) -> None:
+        self.content = content
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target), content],
+            env=ENV,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.waiting = False  # stopped at a point, not yet told to go on
+
+    def run(self, *, stop_at: str | None = None) -> str:
+        """Go on until ``stop_at`` ("stopped"), the end ("done") or a lock wait ("blocked")."""
+        if self.waiting:
+            self._send_go()
+        while True:
+            ready, _, _ = select.select([self.process.stdout], [], [], BLOCKED_AFTER_S)
+            if not ready:
+                return "blocked"
+            line = self.process.stdout.readline().strip()
+            if line == "done" or not line:
+                assert self.process.wait(timeout=30) == 0, self.process.stderr.read()
+                return "done"
+            point = line.removeprefix("at ")
+            if point == stop_at:
+                self.waiting = True
+                return "stopped"
+            self._send_go()
+
+    def _send_go(self) -> None:
+        self.waiting = False
+        self.process.stdin.write("go\n")
+        self.process.stdin.flush()
+
+    def finish(self, other: "Writer") -> None:
+        """Run to the end, letting ``other`` run whenever this one waits for the lock."""
+        while (state := self.run()) == "blocked":
+            assert other.run() == "done" or other.process.poll() is not None
+        assert state == "done"
+
+
+def publish_in_this_process(target: Path, content: str) -> None:
+    with atomic_directory(target, digest_of=lambda s: write_marker(s, kind="test")) as staging:
+        for name, data in expected(content).items():
+            (staging / name).parent.mkdir(exist_ok=True)
+            (staging / name).write_bytes(data)
+
+
+def expected(content: str) -> dict[str, bytes]:
+    return {name: (content * 100 + name).encode() for name in ("a.bin", "b/c.bin")}
+
+
+def check_one_complete_generation(target: Path, contents: set[str]) -> None:
+    assert target.is_symlink(), "the product is no link"
+    generation = current_generation(target)
+    assert generation.is_dir(), f"dangling link to {generation.name}"
+    verify_directory(target, kind="test", hint="")
+    files = {
+        p.relative_to(target).as_posix(): p.read_bytes()
+        for p in sorted(target.rglob("*"))
+        if p.is_file() and p.name != "COMPLETE.json"
+    }
+    assert files in [expected(c) for c in contents]
+    beside = {p.name for p in target.parent.iterdir()}
+    assert beside == {target.name, generation.name, lock_path(target).name}, beside
+
+
+@pytest.mark.parametrize("same_content", [True, False], ids=["same", "different"])
+def test_two_writers_in_every_interleaving_leave_one_complete_product(tmp_path, same_content):
+    schedules = list(product(POINTS, POINTS, ("first", "second")))
+    for index, (stop_a, stop_b, resume) in enumerate(schedules):
+        target = tmp_path / f"s{index}" / "product"
+        publish_in_this_process(target, "old")  # an existing product, as in a rebuild
+        a = Writer(target, "new")
+        b = Writer(target, "new" if same_content else "other")
+        try:
+            assert a.run(stop_at=stop_a) == "stopped"
+            b.run(stop_at=stop_b)
+            if resume == "first":
+                a.finish(b)
+                b.finish(a)
+            else:
+                b.finish(a)
+                a.finish(b)
+        finally:
+            for writer in (a, b):
+                writer.process.kill() if writer.process.poll() is None else None
+        schedule = f"A stopped at {stop_a}, B at {stop_b}, {resume} resumed first"
+        try:
+            check_one_complete_generation(target, {a.content, b.content})
+        except AssertionError as error:
+            raise AssertionError(f"{schedule}: {error}") from error
