@@ -116,8 +116,8 @@ def test_a_broken_reference_fails_the_paper_and_leaves_the_old_pdf(tmp_path, mon
     assert document.read_bytes() == b"old"
 
 
-def test_a_build_root_outside_the_paper_root_is_refused(tmp_path):
-    with pytest.raises(PaperError, match="not inside"):
+def test_a_build_root_outside_the_repository_without_products_names_the_missing(tmp_path):
+    with pytest.raises(PaperError, match="needs generated files that are missing"):
         compile_paper(
             source=PAPER / "paper.typ", document=tmp_path / "p.pdf", bld=tmp_path, root=ROOT
         )
@@ -194,3 +194,23 @@ def test_the_monte_carlo_check_reports_the_distance_in_standard_errors():
     assert "20,000 simulated households" in sentence
     assert "are 2.0 standard errors apart" in sentence
     assert monte_carlo_sentence({"values": {}}) == ""
+
+
+def test_a_build_root_linked_to_another_disk_is_readable_by_typst(tmp_path):
+    """``bld/`` as a link elsewhere: Typst reads below the directory holding both."""
+    import typst
+
+    from project.analysis.paper import typst_root
+
+    repository, elsewhere = tmp_path / "repo", tmp_path / "disk" / "bld"
+    (repository / "paper").mkdir(parents=True)
+    elsewhere.mkdir(parents=True)
+    (repository / "bld").symlink_to(elsewhere, target_is_directory=True)
+    (elsewhere / "number.txt").write_text("42")
+    source = repository / "paper" / "p.typ"
+    source.write_text('#read("/" + sys.inputs.bld + "/number.txt")')
+    root, relative = typst_root(root=repository, bld=repository / "bld")
+    assert (root, relative) == (tmp_path, "disk/bld")
+    assert typst_root(root=repository, bld=repository / "paper") == (repository, "paper")
+    pdf = typst.compile(str(source), root=str(root), sys_inputs={"bld": relative})
+    assert pdf.startswith(b"%PDF")

@@ -55,20 +55,29 @@ def paper_inputs(*, bld: Path) -> dict[str, Path]:
     return {**figures, **tables, "numbers": bld / "paper" / "numbers.json"}
 
 
+def typst_root(*, root: Path, bld: Path) -> tuple[Path, str]:
+    """Return the directory Typst may read and ``bld`` relative to it (links resolved).
+
+    The repository when ``bld`` lies inside it, else the deepest directory holding both (a
+    ``bld/`` linked to another disk).
+    """
+    root, bld = Path(root).resolve(), Path(bld).resolve()
+    if not bld.is_relative_to(root):
+        root = Path(os.path.commonpath([root, bld]))
+    return root, bld.relative_to(root).as_posix()
+
+
 def compile_paper(*, source: Path, document: Path, bld: Path, root: Path) -> Path:
     """Compile ``source`` to the PDF ``document`` (atomically) reading generated files in ``bld``.
 
-    ``root`` is the directory Typst may read (the repository); ``bld`` must lie inside it.
+    ``root`` is the repository; Typst may read below it, or below the directory holding both it
+    and ``bld`` when ``bld/`` is a link to another disk.
     Raises ``PaperError`` with Typst's message when the paper does not compile.
     """
     import typst  # noqa: PLC0415
 
-    root, bld = Path(root).resolve(), Path(bld).resolve()
-    try:
-        relative_bld = bld.relative_to(root).as_posix()
-    except ValueError as error:
-        msg = f"The build root {bld} is not inside the paper's root {root}: move it inside."
-        raise PaperError(msg) from error
+    root, relative_bld = typst_root(root=root, bld=bld)
+    bld = root / relative_bld
     missing = [str(p) for p in paper_inputs(bld=bld).values() if not p.exists()]
     if missing:
         msg = f"The paper {source} needs generated files that are missing: {missing}. Run pytask."
@@ -87,13 +96,8 @@ def paper_headings(*, source: Path, bld: Path, root: Path) -> list[str]:
     """Return the texts of the paper's level-one headings, in order (for checks)."""
     import typst  # noqa: PLC0415
 
-    root, bld = Path(root).resolve(), Path(bld).resolve()
-    found = typst.query(
-        str(source),
-        "heading",
-        root=str(root),
-        sys_inputs={"bld": bld.relative_to(root).as_posix()},
-    )
+    root, relative_bld = typst_root(root=root, bld=bld)
+    found = typst.query(str(source), "heading", root=str(root), sys_inputs={"bld": relative_bld})
     return [_plain(item["body"]) for item in json.loads(found) if item["level"] == 1]
 
 
