@@ -148,12 +148,8 @@ def test_the_stating_a_model_block_is_runnable():
 
 # Blocks known to fail as the README states them: (a line of the block, why). Strict, so a fix
 # shows up as an unexpected pass and the entry is removed.
-KNOWN_FAILURES = {
-    "ijrs.build_model(n_periods=20, n_savings=2000, taste_shocks=True)": (
-        "InvalidValueFunctionError in float32 (EGM: V outside the range of utility in periods "
-        "0-13); the block runs with JAX_ENABLE_X64=1 and with the default n_periods=5"
-    ),
-}
+KNOWN_FAILURES: dict[str, str] = {}
+"""README lines whose block is known to fail (line -> why): a strict xfail, so a fix shows."""
 
 
 def _readme_block_params() -> list[Any]:
