@@ -189,3 +189,55 @@ def test_another_error_during_a_save_is_not_called_a_full_disk(tmp_path):
         ),
     ):
         raise PermissionError(errno.EACCES, "denied")
+
+
+def test_a_build_in_a_process_gives_back_the_lock_and_the_environment(tmp_path):
+    """Two programmatic builds in one process: the lock and ``$PROJECT_ROOT`` are given back."""
+    checkout = make_checkout(tmp_path / "clone")
+    (checkout / "gate").write_text("")
+    code = textwrap.dedent("""
+        import os, pytask
+        codes = [int(pytask.build(force=True).exit_code) for _ in range(2)]
+        print(codes, os.environ.get("PROJECT_ROOT"))
+    """)
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=checkout,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.stdout.strip().splitlines()[-1] == "[0, 0] None", run.stdout + run.stderr
+
+
+def test_slurm_jobs_start_in_the_checkout_being_built():
+    from project.cluster import job_settings
+    from project.config import SLURM_CLUSTER
+
+    prologue = job_settings()["job_script_prologue"]
+    assert prologue[:2] == [f"export PROJECT_ROOT={PACKAGE_CHECKOUT}", f"cd {PACKAGE_CHECKOUT}"]
+    assert "job_script_prologue" not in SLURM_CLUSTER, "the settings were changed in place"
+
+
+@pytest.mark.parametrize("kind", ["directory", "link"])
+def test_git_ignores_bld_as_a_directory_and_as_a_link_to_another_disk(tmp_path, kind):
+    repository, elsewhere = tmp_path / "repo", tmp_path / "disk"
+    repository.mkdir()
+    elsewhere.mkdir()
+    (repository / ".gitignore").write_text((PACKAGE_CHECKOUT / ".gitignore").read_text())
+    if kind == "link":
+        (repository / "bld").symlink_to(elsewhere, target_is_directory=True)
+    else:
+        (repository / "bld").mkdir()
+    (repository / "bld" / "product.txt").write_text("")
+    git = ["git", "-C", str(repository)]
+    subprocess.run([*git, "init", "-q"], check=True)
+    status = subprocess.run(
+        [*git, "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "bld" not in status.stdout, status.stdout

@@ -14,13 +14,15 @@ import project.persist.solution as solution_module
 from project import CheckpointError, solve
 from project.models import precautionary
 from project.persist import MARKER_NAME, atomic_directory, load_solution, save_solution
+from project.persist.atomic import lock_path
 from project.persist.manifest import write_marker
 from project.provenance import product_provenance
 
 
 def _published(directory):
     """Return the names beside a product: its link and its one generation, nothing else."""
-    names = sorted(p.name for p in directory.parent.iterdir())
+    lock = lock_path(directory).name  # the publication lock stays (it is never removed)
+    names = sorted(p.name for p in directory.parent.iterdir() if p.name != lock)
     assert len(names) == 2 and directory.is_symlink(), names
     assert names[0].startswith(f".{directory.name}.") and "writing" not in names[0], names
     return names

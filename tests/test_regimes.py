@@ -246,7 +246,13 @@ def test_moving_to_a_regime_whose_states_the_source_lacks_raises_at_solve():
 # ---------------------------------------------------------------------------------------------
 
 
-def test_egm_constant_survival_is_a_lower_discount_factor(x64):
+@pytest.fixture
+def single_model_without_kinks(monkeypatch):
+    """Solve single models without kinks on the savings grid, as regimes solve (not yet carried)."""
+    monkeypatch.setattr("project.egm.program.KINK_SLOTS", 0)
+
+
+def test_egm_constant_survival_is_a_lower_discount_factor(x64, single_model_without_kinks):
     from project.models import iid_income
 
     model = iid_income.build_model(n_savings=200, n_income=2)
@@ -260,7 +266,9 @@ def test_egm_constant_survival_is_a_lower_discount_factor(x64):
         )
 
 
-def test_dcegm_restated_default_model_reproduces_the_single_regime_value(x64):
+def test_dcegm_restated_default_model_reproduces_the_single_regime_value(
+    x64, single_model_without_kinks
+):
     shape = {"n_periods": 6, "start_age": 66, "n_income": 3, "n_savings": 100}
     params = lifecycle.DEFAULT_PARAMS | {"taste_shock_scale": 0.01}
     single = solve(model=lifecycle.build_model(**shape, taste_shocks=True), params=params)
@@ -350,7 +358,7 @@ def initial_states(n: int) -> dict:
 
 
 @pytest.mark.parametrize("method", ["dcegm", "grid"])
-def test_restated_model_simulates_the_single_regime_paths(x64, method):
+def test_restated_model_simulates_the_single_regime_paths(x64, method, single_model_without_kinks):
     """Without mortality the draws (income, the retirement choice) use the same key streams."""
     from project.simulation import simulate
 

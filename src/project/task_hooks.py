@@ -50,6 +50,7 @@ BUILD_LOCK = ".build.lock"
 WAIT_OPTION = "wait_for_build_lock"
 WAIT_VARIABLE = "PROJECT_WAIT_FOR_BUILD_LOCK"
 LOCK_KEY = "project_build_lock"
+ROOT_KEY = "project_previous_root"
 logger = logging.getLogger(__name__)
 
 
@@ -121,6 +122,7 @@ def pytask_post_parse(config: dict[str, Any]) -> None:
     if config.get("command") != "build":
         return
     _check_checkout(Path(config["root"]))
+    config[ROOT_KEY] = os.environ.get(ROOT_VARIABLE)  # restored when the build ends
     os.environ[ROOT_VARIABLE] = str(ROOT)  # workers (loky, dask, SLURM) build here too
     wait = bool(config.get(WAIT_OPTION)) or os.environ.get(WAIT_VARIABLE, "") == "1"
     config[LOCK_KEY] = acquire_build_lock(BLD, wait=wait)
@@ -128,10 +130,16 @@ def pytask_post_parse(config: dict[str, Any]) -> None:
 
 @hookimpl
 def pytask_unconfigure(session: Any) -> None:
-    """Release the build lock."""
+    """Release the build lock; give ``$PROJECT_ROOT`` back its value from before the build."""
     descriptor = session.config.pop(LOCK_KEY, None)
     if descriptor is not None:
         os.close(descriptor)
+    if ROOT_KEY in session.config:
+        previous = session.config.pop(ROOT_KEY)
+        if previous is None:
+            os.environ.pop(ROOT_VARIABLE, None)
+        else:
+            os.environ[ROOT_VARIABLE] = previous
 
 
 @hookimpl(tryfirst=True)

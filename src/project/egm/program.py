@@ -38,14 +38,15 @@ REPORT_COLUMNS = (
 
 
 def build_program(
-    model: Model, *, window: int, kink_slots: int = KINK_SLOTS
+    model: Model, *, window: int, kink_slots: int | None = None
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
     """Return the jitted ``program(flat_params, savings) -> (arrays, report)``.
 
     ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only);
     ``kink_slots`` how many kinks each period's savings grid holds exactly (0: the savings grid
-    as given).
+    as given; None: ``KINK_SLOTS``, read at the call).
     """
+    kink_slots = KINK_SLOTS if kink_slots is None else kink_slots
     period = EGMPeriod(model, window=window)
     n_periods = model.n_periods
 

@@ -27,7 +27,8 @@ process id, and one whose process is still alive on this host (or is this proces
 progress) is left alone.
 
 A full disk (``ENOSPC``, ``EDQUOT``) during a save removes the staging at once and raises
-``DiskFullError`` naming the product, what it had written so far and the free space there.
+``DiskFullError`` naming the product, what it had written so far and the free space there
+(also when a library, such as orbax through tensorstore, says so only in its message).
 
 Promised on POSIX file systems with atomic ``rename(2)`` (local disks, NFS for one writer per
 product): a killed process never exposes a partial product; after a power loss a product whose
@@ -59,6 +60,12 @@ WRITING = "writing"
 LOCK_SUFFIX = "lock"
 DIGEST_LENGTH = 16
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+_FULL_DISK_SIGNS = tuple(
+    sign
+    for code in DISK_FULL
+    for sign in (os.strerror(code), f"os_error_code='{code}'", f'os_error_code="{code}"')
+)
+"""How a full disk shows in the message of a library's error that carries no error number."""
 _IN_FLIGHT: set[str] = set()
 """Names of this process's stagings whose save is still running (entries live only as long as
 their save): the clean-up of another save in this process must leave them alone."""
@@ -139,12 +146,18 @@ def _reporting_full_disk(*, target: Path, staging: Path) -> Iterator[None]:
 
 
 def _caused_by_full_disk(error: BaseException) -> bool:
-    """Say whether ``error`` or an exception it was raised from is a full disk."""
+    """Say whether ``error`` or an exception it was raised from is a full disk.
+
+    Python's own writes raise ``OSError`` with the error number; orbax's (tensorstore) raise
+    ``ValueError`` whose message ends in the system's text and ``[os_error_code='28']``.
+    """
     seen: set[int] = set()
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
         if isinstance(current, OSError) and current.errno in DISK_FULL:
+            return True
+        if any(sign in str(current) for sign in _FULL_DISK_SIGNS):
             return True
         current = current.__cause__ or current.__context__
     return False
@@ -155,11 +168,13 @@ def _disk_full_message(*, target: Path, written: int) -> str:
         free = shutil.disk_usage(target.parent).free
     except OSError:
         free = 0
+    exists = target.exists() or target.is_symlink()
+    previous = f"the previous {target.name} is intact" if exists else "nothing was there before,"
     return (
         f"The disk is full: saving {target} stopped after writing {_mib(written)} (the product "
         f"needs at least that much, likely more), and {_mib(free)} are free on the file system "
-        f"of {target.parent}. Nothing was published: the previous {target.name} is intact and "
-        "the partial copy was removed. Free space there (or point bld/ at a larger disk with a "
+        f"of {target.parent}. Nothing was published: {previous} and the partial copy was "
+        "removed. Free space there (or point bld/ at a larger disk with a "
         "symbolic link) and run the build again."
     )
 
