@@ -27,7 +27,7 @@ from typing import Any
 import pyarrow as pa
 from pyarrow import feather
 
-from project.config import ROOT
+from project.checkout import checkout_root
 
 PROVENANCE_KEY = "provenance"
 """The key under which JSON products and Arrow schema metadata hold the provenance."""
@@ -51,7 +51,7 @@ def _git(*arguments: str) -> str | None:
     try:
         completed = subprocess.run(
             ["git", *arguments],
-            cwd=ROOT,
+            cwd=checkout_root(),
             capture_output=True,
             text=True,
             timeout=10,
@@ -67,7 +67,7 @@ def checkout() -> dict[str, str]:
     """Return the commit, the dirty flag and the commit's date (cached per process)."""
     inside = _git("rev-parse", "--is-inside-work-tree") == "true"
     top = _git("rev-parse", "--show-toplevel") if inside else None
-    if not inside or top is None or Path(top).resolve() != ROOT:
+    if not inside or top is None or Path(top).resolve() != checkout_root():
         return {"commit": UNKNOWN, "dirty": UNKNOWN, "commit_date": UNKNOWN}
     status = _git("status", "--porcelain")
     commit_time = _git("log", "-1", "--format=%ct")

@@ -35,10 +35,13 @@ ENGINE_SOURCES = [
         "shocks.py",
         "taste_shocks.py",
         "_xla.py",
+        "actions.py",
+        "savings_grids.py",
+        "deprecation.py",
     ),
 ]
 """Every module the solve imports (the model, both solvers, the shared helpers)."""
-PROVENANCE_SOURCES = _files("provenance.py")
+PROVENANCE_SOURCES = _files("provenance.py", "checkout.py")
 PERSIST_SOURCES = [*_modules("persist"), *PROVENANCE_SOURCES]
 PIPELINE_SOURCE = SRC / "pipeline.py"
 SIMULATION_SOURCES = _modules("simulation")

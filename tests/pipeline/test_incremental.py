@@ -104,10 +104,10 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-NOT_PRODUCTS = ("benchmarks", "logs", "pytask.lock")
+NOT_PRODUCTS = ("benchmarks", "logs", "pytask.lock", ".build.lock")
 """Entries of the build root that are no build products: benchmark results, the build's log
 (times and process ids; the README lists it as the one file that differs between builds) and
-pytask's lock file (its state, not a product)."""
+pytask's lock file (its state, not a product) and the build lock (the running build's pid)."""
 
 
 def product_digests(root: Path) -> dict[str, str]:

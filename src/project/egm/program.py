@@ -37,6 +37,10 @@ REPORT_COLUMNS = (
 )
 
 
+POINTS_PER_KINK = 16
+"""Savings points per kink slot at least: a coarse grid keeps most points where they were."""
+
+
 def build_program(
     model: Model, *, window: int, kink_slots: int | None = None
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
@@ -44,7 +48,9 @@ def build_program(
 
     ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only);
     ``kink_slots`` how many kinks each period's savings grid holds exactly (0: the savings grid
-    as given; None: ``KINK_SLOTS``, read at the call).
+    as given; None: ``KINK_SLOTS``, read at the call). A grid of n points holds at most
+    n // ``POINTS_PER_KINK`` kinks, so coarse grids keep most of their points where they were
+    (none below 16 points).
     """
     kink_slots = KINK_SLOTS if kink_slots is None else kink_slots
     period = EGMPeriod(model, window=window)
@@ -64,9 +70,10 @@ def build_program(
         terminal_report = period_report(
             jnp.zeros((*terminal.feasible.shape, PAIR_FLAGS), jnp.int32), terminal.feasible
         )
+        slots = min(kink_slots, savings.shape[-1] // POINTS_PER_KINK)
         kinks = (
-            no_kinks(terminal.feasible.shape, slots=kink_slots, dtype=savings.dtype)
-            if kink_slots > 0
+            no_kinks(terminal.feasible.shape, slots=slots, dtype=savings.dtype)
+            if slots > 0
             else None
         )
         steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
