@@ -6,7 +6,8 @@ import shlex
 import shutil
 from concurrent.futures import Executor
 
-from project.config import ROOT, ROOT_VARIABLE, SLURM_CLUSTER
+from project.checkout import ROOT_VARIABLE
+from project.config import ROOT, SLURM_CLUSTER
 from project.errors import ConfigurationError
 
 

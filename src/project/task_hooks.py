@@ -42,7 +42,8 @@ import click
 from _pytask.lockfile import LockfileState
 from pytask import Task, hookimpl
 
-from project.config import BLD, PROFILE, ROOT, ROOT_VARIABLE
+from project.checkout import ROOT_VARIABLE
+from project.config import BLD, PROFILE, ROOT
 from project.errors import BuildLockedError, ConfigurationError, DiskFullError
 
 STATE_DIRECTORY = ".pytask"
