@@ -384,7 +384,7 @@ def _check_not_distributed(*, name: str, distributed: bool) -> None:
         raise GridInitializationError(msg)
 
 
-def _is_real(value: Any) -> bool:
+def is_real(value: Any) -> bool:
     """Say whether ``value`` is a real number (Python, NumPy or a 0-d array; no str or bool)."""
     if isinstance(value, str | bytes | bool | np.bool_) or value is None:
         return False
@@ -402,7 +402,7 @@ def _real_points(points: Any, *, name: str) -> tuple[float, ...]:
         raise GridInitializationError(msg)
     converted = []
     for position, point in enumerate(points):
-        if not _is_real(point):
+        if not is_real(point):
             msg = (
                 f"{name}: point {position} is {point!r} ({type(point).__name__}), not a real "
                 "number. Give numbers only."
@@ -418,7 +418,7 @@ def _check_continuous(
     _check_knobs(name=name, batch_size=batch_size, distributed=distributed)
     _check_not_distributed(name=name, distributed=distributed)
     for bound, value in (("start", start), ("stop", stop)):
-        if not _is_real(value):
+        if not is_real(value):
             msg = f"{name}: {bound} must be a real number, got {value!r} ({type(value).__name__})."
             raise GridInitializationError(msg)
     if isinstance(n_points, bool) or not isinstance(n_points, int) or n_points < 2:

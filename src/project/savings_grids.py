@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from project.errors import GridInitializationError
-from project.grids import IrregSpacedGrid
+from project.grids import IrregSpacedGrid, is_real
 from project.points import float_dtype
 
 __all__ = ["default_savings_grid", "exponential_grid", "log1p_grid", "power_grid"]
@@ -118,7 +118,7 @@ def _check(*, name: str, start: Any, stop: Any, n_points: Any) -> None:
         msg = f"{name}: n_points must be an int >= 2, got {n_points!r}. Use at least 2 points."
         raise GridInitializationError(msg)
     for bound, value in (("start", start), ("stop", stop)):
-        if not _is_real(value) or not math.isfinite(float(value)):
+        if not is_real(value) or not math.isfinite(float(value)):
             msg = (
                 f"{name}: {bound} must be a finite real number, got {value!r}. Give the "
                 "borrowing limit as start and the largest savings as stop."
@@ -132,15 +132,5 @@ def _check(*, name: str, start: Any, stop: Any, n_points: Any) -> None:
         raise GridInitializationError(msg)
 
 
-def _is_real(value: Any) -> bool:
-    if isinstance(value, str | bytes | bool | np.bool_) or value is None:
-        return False
-    try:
-        float(value)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def _is_positive_real(value: Any) -> bool:
-    return _is_real(value) and math.isfinite(float(value)) and float(value) > 0
+    return is_real(value) and math.isfinite(float(value)) and float(value) > 0
