@@ -16,6 +16,13 @@ simulator is built, so ``simulate_moments(params)`` is a deterministic function 
 vary; every other param stays at its base value. Finite-difference derivatives of the moments
 need float64 (``jax.config.update("jax_enable_x64", True)``); in float32 a warning is logged.
 
+One program: for a model with regimes solved by endogenous grids (the pipeline's), the moments
+are one compiled program of the estimated params (``program.py``: solve, simulate and average
+traced together, compiled once, batched over points by ``batch``); ``compiled=False``, another
+model or solver takes the path through ``solve``, ``simulate`` and the simulated table (``frame``),
+which gives the same moments to rounding (tests/test_moment_program.py). The program simulates
+every subject in one chunk (``subject_batch_size`` applies to the table path only).
+
 Economics (checked in the tests): more risk aversion (higher ``crra``) means more precautionary
 saving and a lower elasticity of intertemporal substitution, so young subjects hold more wealth
 relative to income: the moments of young age groups rise with ``crra`` (in a 40-period model
@@ -38,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from project.estimation.errors import EstimationError
+from project.estimation.program import MomentProgram, compiles_moments
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
 from project.simulation import simulate, validate_initial_conditions
@@ -129,6 +137,7 @@ class LifecycleMoments:
         age_groups: Sequence[tuple[float, float]],
         estimated: Sequence[str],
         subject_batch_size: int = 0,
+        compiled: bool = True,
     ) -> None:
         _check_model(model=model, base_params=base_params, estimated=estimated)
         self.model = model
@@ -139,6 +148,18 @@ class LifecycleMoments:
         self.estimated = tuple(estimated)
         self.subject_batch_size = subject_batch_size
         self.moment_names = tuple(age_group_names(self.age_groups))
+        self.program = (
+            MomentProgram(
+                model=model,
+                base_params=base_params,
+                initial_conditions=self.initial_conditions,
+                seed=seed,
+                age_groups=self.age_groups,
+                estimated=self.estimated,
+            )
+            if compiled and compiles_moments(model)
+            else None
+        )
         if not jax.config.jax_enable_x64:
             logger.warning(
                 "The life-cycle moments are simulated in float32: finite-difference derivatives "
@@ -175,7 +196,17 @@ class LifecycleMoments:
 
     def __call__(self, params: Mapping[str, float]) -> np.ndarray:
         """Return the mean log wealth-to-income of each age group at ``params``."""
-        return age_group_means(frame=self.frame(params), age_groups=self.age_groups)
+        if self.program is None:
+            return age_group_means(frame=self.frame(params), age_groups=self.age_groups)
+        full = self.full_params(params)
+        return self.program([full[name] for name in self.estimated])
+
+    def batch(self, points: Sequence[Mapping[str, float]]) -> np.ndarray:
+        """Return the moments at every point (rows), in one program where the model allows."""
+        if self.program is None:
+            return np.stack([self(point) for point in points])
+        rows = [self.full_params(point) for point in points]
+        return self.program.batch(np.array([[r[n] for n in self.estimated] for r in rows]))
 
 
 def lifecycle_moment_simulator(

@@ -74,16 +74,14 @@ def solve_on_endogenous_grids(
             )
     started = time.perf_counter()
     device_params = jax.device_put(pack_params(host_params))
-    window = _WINDOWS.get(model, WINDOW)
+    window = envelope_window(model)
     fits = {"memory_limit": memory_limit, "log_level": log_level}
     arrays, reports = _program(model, window=window, **fits)(device_params, savings)
     tables = {r: np.asarray(report) for r, report in reports.items()}
     monotone = REPORT_COLUMNS.index("non_monotone")
     runs = max(int(t[:, REPORT_COLUMNS.index("runs")].max()) for t in tables.values())
     if any(t[:, monotone].any() for t in tables.values()):
-        window = max(runs, 2 * window)
-        _WINDOWS[model] = window
-        logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
+        window = widen_window(model, window=window, runs=runs)
         arrays, reports = _program(model, window=window, **fits)(device_params, savings)
         tables = {r: np.asarray(report) for r, report in reports.items()}
     solutions = {}
@@ -116,6 +114,28 @@ def solve_on_endogenous_grids(
     return solutions
 
 
+def envelope_window(model: RegimeModel) -> int:
+    """Return the upper envelope's window (runs) the model's programs are built with."""
+    return _WINDOWS.get(model, WINDOW)
+
+
+def widen_window(model: RegimeModel, *, window: int, runs: int) -> int:
+    """Widen the model's window after a solve found more runs than ``window`` holds."""
+    widened = max(runs, 2 * window)
+    _WINDOWS[model] = widened
+    logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, widened)
+    return widened
+
+
+def endogenous_grid_program(model: RegimeModel, *, window: int) -> Callable[..., Any]:
+    """Return ``program(flat_params, savings) -> (arrays, reports)``, traceable (not compiled).
+
+    ``arrays[regime]`` have axes (period, context, choice, ...); ``reports[regime]`` one row
+    per period (``REPORT_COLUMNS``, then the regime transition's checks).
+    """
+    return _build(model, window=window)
+
+
 def _program(
     model: RegimeModel, *, window: int, memory_limit: Any, log_level: str
 ) -> Callable[..., Any]:
@@ -129,7 +149,9 @@ def _program(
     return compiled_within(
         _PROGRAMS.setdefault(model, {}),
         (window, str(dtype)),
-        lower=lambda: _build(model, window=window).lower(flat, savings),
+        lower=lambda: jax.jit(
+            _build(model, window=window), compiler_options=quick_compile_options()
+        ).lower(flat, savings),
         memory_limit=memory_limit,
         what=f"Model {model.name!r} ({len(model.regimes)} regimes) by endogenous grids",
         log_level=log_level,
@@ -214,4 +236,4 @@ def _build(model: RegimeModel, *, window: int) -> Callable[..., Any]:
         )
         return {r: s[0] for r, s in stacked.items()}, {r: s[1] for r, s in stacked.items()}
 
-    return jax.jit(program, compiler_options=quick_compile_options())
+    return program

@@ -81,9 +81,10 @@ def simulate_regimes(
     if log_level in ("progress", "debug"):
         memory.log(what=f"simulating {n_subjects} subjects of {model.name!r}")
     dtype = float_dtype()
-    periods = [jnp.int32(t) for t in range(model.n_periods)]
-    ages = [jnp.asarray(a, dtype=dtype) for a in model.ages]
-    regimes = _Regimes(solution, params=params, start_period=start_period)
+    program = regime_panel(solution)
+    expected = period_inputs(solution, params=params, start_period=start_period)
+    periods = jnp.arange(start_period, model.n_periods, dtype=jnp.int32)
+    ages = jnp.asarray(np.asarray(model.ages[start_period:]), dtype=dtype)
     n_simulated = model.n_periods - start_period
     columns = {REGIME: np.zeros((n_subjects, n_simulated), np.int32)}
     for name, grid in (model.states | model.actions).items():
@@ -93,24 +94,12 @@ def simulate_regimes(
     for start in range(0, n_subjects, chunk):
         ids = np.arange(start, min(start + chunk, n_subjects))
         codes = jnp.asarray(regime[ids])
-        states = {s: jnp.asarray(_filled(model, s, values[ids])) for s, values in initial.items()}
+        states = {
+            s: jnp.asarray(filled_states(model, s, values[ids])) for s, values in initial.items()
+        }
         subject_ids = jnp.asarray(ids.astype(np.int32))
-        for j, t in enumerate(range(start_period, model.n_periods)):
-            last = t == model.n_periods - 1
-            actions, value, next_states, next_codes = regimes.period(
-                codes, states, subject_ids, period=periods[t], age=ages[t], seed=seed, last=last
-            )
-            _record(
-                columns,
-                model,
-                column=j,
-                rows=ids,
-                codes=codes,
-                states=states,
-                actions=actions,
-                value=value,
-            )
-            codes, states = next_codes, next_states
+        history = program(codes, states, subject_ids, expected, params, periods, ages, seed)
+        _record(columns, model, rows=ids, history=history)
     _check_first_period(columns, model=model)
     return SimulationResult.from_simulation(
         model=model,
@@ -123,68 +112,120 @@ def simulate_regimes(
     )
 
 
-class _Regimes:
-    """Every regime's steps, expected next values, regime draws and terminal values."""
+def regime_methods(solution: RegimeSolution) -> tuple[tuple[str, str], ...]:
+    """Return (regime, method) of every living regime of a solution."""
+    return tuple((r, solution.solution(r).method) for r in solution.model.regimes)
 
-    def __init__(
-        self, solution: RegimeSolution, *, params: Mapping[str, Any], start_period: int
-    ) -> None:
-        model = solution.model
-        self.model, self.params = model, params
-        self.steps, self.expected, self.draws, self.points = {}, {}, {}, {}
-        for regime, view in model.regimes.items():
-            regime_solution = solution.solution(regime)
-            steps = steps_for(view, method=regime_solution.method)
+
+def period_inputs(
+    solution: RegimeSolution, *, params: Mapping[str, Any], start_period: int
+) -> dict[str, Any]:
+    """Return each regime's solution inputs of the simulated periods, stacked on a leading axis.
+
+    EGM: (endogenous-grid arrays with contexts flattened, the borrowing limit); grid: next
+    period's prepared V (the expected-value step of each period).
+    """
+    model = solution.model
+    dtype = float_dtype()
+    inputs = {}
+    for regime, view in model.regimes.items():
+        regime_solution = solution.solution(regime)
+        if regime_solution.method == "grid":
+            prepare = steps_for(view, method="grid")["expected"]
             points = grid_points_of(view)
-            self.steps[regime], self.points[regime] = steps, points
-            self.draws[regime] = _regime_draw(view)
-            if regime_solution.method == "grid":
-                self.expected[regime] = {
-                    t: steps["expected"](
+            inputs[regime] = jnp.stack(
+                [
+                    prepare(
                         regime_solution.next_value(t),
                         params,
                         points,
                         jnp.int32(t),
-                        jnp.asarray(model.ages[t], dtype=float_dtype()),
+                        jnp.asarray(model.ages[t], dtype=dtype),
                     )
                     for t in range(start_period, model.n_periods)
-                }
-            else:
-                self.expected[regime] = {
-                    t: (regime_solution.period_arrays(t), regime_solution.savings[0])
-                    for t in range(start_period, model.n_periods)
-                }
-        self.terminal = {r: _terminal_value(model, r) for r in model.terminal}
+                ]
+            )
+        else:
+            arrays = jax.tree.map(
+                lambda x, shape=regime_solution.structure.discrete_shape: x.reshape(
+                    x.shape[0], -1, *x.shape[1 + len(shape) :]
+                )[start_period:],
+                regime_solution.arrays,
+            )
+            inputs[regime] = egm_period_inputs(
+                arrays=arrays,
+                limit=regime_solution.savings[0],
+                n_periods=model.n_periods - start_period,
+            )
+    return inputs
 
-    def period(
-        self,
-        codes: jax.Array,
-        states: dict[str, jax.Array],
-        ids: jax.Array,
-        *,
-        period: jax.Array,
-        age: jax.Array,
-        seed: int,
-        last: bool,
-    ) -> tuple[dict[str, jax.Array], jax.Array, dict[str, jax.Array], jax.Array]:
-        """Return actions, values, next states and next regimes of a chunk of subjects."""
-        model = self.model
+
+def egm_period_inputs(*, arrays: Any, limit: jax.Array, n_periods: int) -> tuple[Any, jax.Array]:
+    """Return EGM arrays (period, context, ...) with the borrowing limit repeated per period."""
+    return arrays, jnp.broadcast_to(limit, (n_periods,))
+
+
+_PANELS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def regime_panel(solution: RegimeSolution) -> Callable[..., Any]:
+    """Return the compiled simulation of a chunk over every period (one per model and methods)."""
+    programs = _PANELS.setdefault(solution.model, {})
+    methods = regime_methods(solution)
+    if methods not in programs:
+        programs[methods] = jax.jit(build_regime_panel(solution.model, methods=dict(methods)))
+    return programs[methods]
+
+
+def build_regime_panel(model: RegimeModel, *, methods: Mapping[str, str]) -> Callable[..., Any]:
+    """Return ``panel(codes, states, ids, inputs, params, periods, ages, seed)``, traceable.
+
+    It scans the regular step over every period but the last, then takes the terminal step, and
+    returns the history ``(codes, states, actions, value)`` with a leading period axis: the
+    regimes and states each period starts with, the actions taken and V there.
+    """
+    period = _period_step(model, methods=methods)
+
+    def panel(codes, states, ids, inputs, params, periods, ages, seed):  # noqa: ANN001, ANN202
+        def body(carry, x):  # noqa: ANN001, ANN202
+            here_codes, here_states = carry
+            inputs_t, period_t, age_t = x
+            actions, value, following, next_codes = period(
+                here_codes, here_states, ids, inputs_t, params, period_t, age_t, seed, last=False
+            )
+            return (next_codes, following), (here_codes, here_states, actions, value)
+
+        head = jax.tree.map(lambda x: x[:-1], (inputs, periods, ages))
+        (codes, states), history = jax.lax.scan(body, (codes, states), head)
+        final_inputs = jax.tree.map(lambda x: x[-1], inputs)
+        actions, value, _, _ = period(
+            codes, states, ids, final_inputs, params, periods[-1], ages[-1], seed, last=True
+        )
+        final = (codes, states, actions, value)
+        return jax.tree.map(lambda h, f: jnp.concatenate([h, f[None]]), history, final)
+
+    return panel
+
+
+def _period_step(model: RegimeModel, *, methods: Mapping[str, str]) -> Callable[..., Any]:
+    """Return one period of a chunk: actions, values, next states and next regimes."""
+    steps = {r: steps_for(v, method=methods[r]) for r, v in model.regimes.items()}
+    points = {r: grid_points_of(v) for r, v in model.regimes.items()}
+    draws = {r: _regime_draw(v) for r, v in model.regimes.items()}
+    terminal = {r: _terminal_value(model, r) for r in model.terminal}
+
+    def period(codes, states, ids, inputs, params, period, age, seed, *, last):  # noqa: ANN001, ANN202
         value = jnp.zeros(codes.shape, float_dtype())
         actions = {a: _missing(model.actions[a], codes.shape) for a in model.actions}
         next_states, next_codes = dict(states), codes
         for regime, view in model.regimes.items():
             here = codes == model.code(regime)
             own = {s: states[s] for s in view.state_names}
-            step = self.steps[regime]["terminal" if last else "regular"]
+            step = steps[regime]["terminal" if last else "regular"]
             chosen, regime_value, following = step(
-                own,
-                ids,
-                self.expected[regime][int(period)],
-                self.params,
-                self.points[regime],
-                period,
-                age,
-                seed,
+                own, ids, inputs[regime], params, points[regime], period, age, seed
             )
             value = jnp.where(here, regime_value, value)
             for action, values in chosen.items():
@@ -195,12 +236,14 @@ class _Regimes:
                 continue
             for state, values in following.items():
                 next_states[state] = jnp.where(here, values, next_states[state])
-            drawn = self.draws[regime](own, chosen, ids, self.params, period, age, seed)
+            drawn = draws[regime](own, chosen, ids, params, period, age, seed)
             next_codes = jnp.where(here, drawn, next_codes)
-        for regime, evaluate in self.terminal.items():
+        for regime, evaluate in terminal.items():
             here = codes == model.code(regime)
-            value = jnp.where(here, evaluate(states, self.params), value)
+            value = jnp.where(here, evaluate(states, params), value)
         return actions, value, next_states, next_codes
+
+    return period
 
 
 _DRAWS: weakref.WeakKeyDictionary[RegimeView, Callable[..., jax.Array]] = (
@@ -267,7 +310,7 @@ def _build_terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.
     return jax.jit(value)
 
 
-def _filled(model: RegimeModel, name: str, values: np.ndarray) -> np.ndarray:
+def filled_states(model: RegimeModel, name: str, values: np.ndarray) -> np.ndarray:
     """Return values with missing entries replaced by a valid point (their results are unused)."""
     grid = model.states[name]
     if grid.is_discrete:
@@ -283,29 +326,21 @@ def _missing(grid: Any, shape: tuple[int, ...]) -> jax.Array:
 
 
 def _record(
-    columns: dict[str, np.ndarray],
-    model: RegimeModel,
-    *,
-    column: int,
-    rows: np.ndarray,
-    codes: jax.Array,
-    states: dict[str, jax.Array],
-    actions: dict[str, jax.Array],
-    value: jax.Array,
+    columns: dict[str, np.ndarray], model: RegimeModel, *, rows: np.ndarray, history: Any
 ) -> None:
-    """Write one period of a chunk, with states a subject's regime lacks set missing."""
-    codes, states, actions, value = jax.device_get((codes, states, actions, value))
-    columns[REGIME][rows, column] = codes
-    columns["value"][rows, column] = value
+    """Write a chunk's history (period-major), with states a subject's regime lacks missing."""
+    codes, states, actions, value = jax.device_get(history)
+    columns[REGIME][rows] = codes.T
+    columns["value"][rows] = value.T
     for name, values in states.items():
         present = np.zeros(codes.shape, bool)
         for regime in model.regime_names:
             if name in _state_names(model, regime):
                 present |= codes == model.code(regime)
         missing = MISSING_CODE if model.states[name].is_discrete else np.nan
-        columns[name][rows, column] = np.where(present, values, missing)
+        columns[name][rows] = np.where(present, values, missing).T
     for name, values in actions.items():
-        columns[name][rows, column] = values
+        columns[name][rows] = values.T
 
 
 def _state_names(model: RegimeModel, regime: str) -> tuple[str, ...]:

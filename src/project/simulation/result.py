@@ -172,7 +172,7 @@ class SimulationResult:
         model = self.model
         if isinstance(model, RegimeModel):
             return self._regime_targets(model, additional_targets)
-        available = _available_targets(model)
+        available = available_targets(model)
         targets = available if additional_targets == "all" else list(additional_targets)
         unknown = sorted(set(targets) - set(available))
         if unknown:
@@ -201,7 +201,7 @@ class SimulationResult:
         self, model: RegimeModel, additional_targets: list[str] | str
     ) -> dict[str, np.ndarray]:
         """Return targets evaluated on the rows of each regime that has them (NaN elsewhere)."""
-        available = {r: _available_targets(v) for r, v in model.regimes.items()}
+        available = {r: available_targets(v) for r, v in model.regimes.items()}
         every = sorted(set().union(*available.values()))
         targets = every if additional_targets == "all" else list(additional_targets)
         unknown = sorted(set(targets) - set(every))
@@ -234,7 +234,7 @@ class SimulationResult:
         return out
 
 
-def _available_targets(model: Model) -> list[str]:
+def available_targets(model: Model) -> list[str]:
     """Return the functions that do not depend on next-period outcomes."""
     outcomes = {f"next_{s}" for s in model.stochastic_transitions}
     return [f for f in model.functions if not model.ancestors(f) & outcomes]

@@ -1,0 +1,307 @@
+"""How fast the estimation's objective runs: solve alone, one evaluation, a batch, an estimation.
+
+On the pipeline's baseline variant (``config.VARIANTS["baseline"]``, float64, the estimation's
+own ``n_subjects``, seed and age groups; ``config.ESTIMATION``), each configuration in its own
+process, the configurations interleaved over ``--rounds``:
+
+- ``solve``: ``solve(model, params, log_level="off")`` with V of every period read back (the
+  solve alone; first call and warm median);
+- ``compiled``: the estimation's objective, one program (``estimation/program.py``): first
+  evaluation (compile included) and warm evaluations at changing params;
+- ``table``: the same moments by solve, simulate and the simulated table (``compiled=False``,
+  the path every evaluation took before the one-program objective);
+- ``batch``: ``--batch`` points in one call, against the same points one at a time;
+- ``estimate`` (``--estimate``): the variant's whole estimation (``estimate_variant``: the
+  search from the start and the multistart) on the SCF moments in ``bld/data``.
+
+The JSON (``bld/benchmarks/estimation_speed.json``) records Python, jax, jaxlib, XLA_FLAGS, the
+device and the machine's load with every figure. ``--compilation-cache`` keeps JAX's persistent
+cache (by default each child starts with an empty one, so first calls include the compile).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _measure import (
+    child_parser,
+    emit_result,
+    environment,
+    print_table,
+    run_child,
+    summarize,
+    write_json,
+)
+
+CONFIGS = ("solve", "compiled", "table", "batch")
+WARM = 8
+
+
+def parse_arguments() -> Any:
+    parser = child_parser(
+        description=__doc__.splitlines()[0],
+        name="estimation_speed",
+        quick_help="2 rounds, 3 warm evaluations (a smoke run of the benchmark)",
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=8, help="points per batched evaluation")
+    parser.add_argument("--estimate", action="store_true", help="also time whole estimations")
+    parser.add_argument("--compilation-cache", action="store_true")
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=Path("/work/baseline/src"),
+        help="with --estimate: the src folder of the commit to compare the estimation with",
+    )
+    return parser.parse_args()
+
+
+def setup() -> tuple[Any, dict[str, Any], Any, dict[str, Any]]:
+    """Return the baseline model, its params, the estimation settings and initial conditions."""
+    import jax  # noqa: PLC0415
+
+    jax.config.update("jax_enable_x64", True)
+    from project.config import ESTIMATION, VARIANTS  # noqa: PLC0415
+    from project.pipeline import build_variant_model, variant_specification  # noqa: PLC0415
+    from project.simulation import draw_initial_conditions  # noqa: PLC0415
+
+    variant = VARIANTS["baseline"]
+    specification = variant_specification(variant)
+    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    initial = draw_initial_conditions(
+        model=model,
+        n_subjects=ESTIMATION.n_subjects,
+        seed=ESTIMATION.seed,
+        distribution=variant.simulation.initial_distribution,
+    )
+    return model, specification, ESTIMATION, initial
+
+
+def points(n: int, *, offset: int = 0) -> list[dict[str, float]]:
+    """Return ``n`` distinct points near the estimate (crra, beta)."""
+    return [
+        {"crra": 2.0 + 0.05 * (i + offset), "beta": 0.95 - 0.002 * (i + offset)} for i in range(n)
+    ]
+
+
+def time_solve(model: Any, params: dict[str, Any], *, warm: int) -> dict[str, Any]:
+    import jax  # noqa: PLC0415
+
+    from project import solve  # noqa: PLC0415
+
+    def once(beta: float) -> float:
+        started = time.perf_counter()
+        solution = solve(model=model, params=params | {"beta": beta}, log_level="off")
+        values = [solution.solution(r).grid_values for r in model.regimes]
+        jax.block_until_ready(values)
+        return time.perf_counter() - started
+
+    first = once(0.95)
+    return {"first": first, "warm": summarize([once(0.95 - 1e-3 * i) for i in range(warm)])}
+
+
+def time_moments(simulator: Any, *, warm: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    simulator(points(1)[0])
+    first = time.perf_counter() - started
+    seconds = []
+    for point in points(warm, offset=1):
+        started = time.perf_counter()
+        simulator(point)
+        seconds.append(time.perf_counter() - started)
+    traces = getattr(simulator.program, "traces", None)
+    return {"first": first, "warm": summarize(seconds), "traces": traces}
+
+
+def time_batch(simulator: Any, *, size: int, warm: int) -> dict[str, Any]:
+    simulator.batch(points(size))  # compile the batch's program and the one-point program
+    simulator(points(1)[0])
+    batched, one_by_one = [], []
+    for round_ in range(max(1, warm // 2)):
+        chosen = points(size, offset=1 + size * round_)
+        started = time.perf_counter()
+        simulator.batch(chosen)
+        batched.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for point in chosen:
+            simulator(point)
+        one_by_one.append(time.perf_counter() - started)
+    return {
+        "size": size,
+        "batched": summarize(batched),
+        "one_by_one": summarize(one_by_one),
+        "evaluations_per_second_batched": size / statistics.median(batched),
+        "evaluations_per_second_one_by_one": size / statistics.median(one_by_one),
+    }
+
+
+def time_estimation(model: Any, specification: dict, settings: Any) -> dict[str, Any]:
+    from dataclasses import asdict  # noqa: PLC0415
+
+    import pandas as pd  # noqa: PLC0415
+
+    from project.config import BLD, VARIANTS  # noqa: PLC0415
+    from project.estimation.variant import estimate_variant  # noqa: PLC0415
+
+    moments = pd.read_feather(BLD / "data" / "scf_moments.arrow")
+    started = time.perf_counter()
+    outcome = estimate_variant(
+        model=model,
+        specification=specification,
+        moments=moments,
+        initial_distribution=VARIANTS["baseline"].simulation.initial_distribution,
+        settings=asdict(settings),
+    )
+    return {
+        "seconds": time.perf_counter() - started,
+        "estimate": dict(
+            zip(outcome.result.param_names, map(float, outcome.result.estimates), strict=True)
+        ),
+        "searches": {name: search.get("objective") for name, search in outcome.searches.items()},
+        "criterion": float(outcome.result.objective),
+    }
+
+
+def run_single(config: dict[str, Any]) -> None:
+    from project.estimation.lifecycle import LifecycleMoments  # noqa: PLC0415
+
+    model, specification, settings, initial = setup()
+    kind, warm = config["kind"], config["warm"]
+    import project  # noqa: PLC0415
+
+    result: dict[str, Any] = {"config": config, "environment": _versions()}
+    result["project_source"] = str(Path(project.__file__).parent)
+    if kind == "solve":
+        result |= time_solve(model, specification["params"], warm=warm)
+    elif kind == "estimate":
+        result |= time_estimation(model, specification, settings)
+    else:
+        simulator = LifecycleMoments(
+            model=model,
+            base_params=specification["params"],
+            initial_conditions=initial,
+            seed=settings.seed + 1,
+            age_groups=[tuple(g) for g in settings.age_groups],
+            estimated=settings.estimated,
+            compiled=kind != "table",
+        )
+        if kind == "batch":
+            result |= time_batch(simulator, size=config["batch"], warm=warm)
+        else:
+            result |= time_moments(simulator, warm=warm)
+    emit_result(result)
+
+
+def _versions() -> dict[str, Any]:
+    from importlib.metadata import version  # noqa: PLC0415
+
+    import jax  # noqa: PLC0415
+
+    return environment() | {
+        "jax": version("jax"),
+        "jaxlib": version("jaxlib"),
+        "device": str(jax.devices()[0]),
+    }
+
+
+def main() -> None:
+    args = parse_arguments()
+    if args.single:
+        run_single(json.loads(args.single))
+        return
+    rounds, warm = (2, 3) if args.quick else (args.rounds, WARM)
+    kinds = [*CONFIGS, *(["estimate", "estimate_baseline"] if args.estimate else [])]
+    kinds = [k for k in kinds if args.only in k]
+    records: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
+    for _ in range(rounds):
+        for kind in kinds:
+            if kind.startswith("estimate") and records[kind]:
+                continue  # one whole estimation is minutes of the old path; once is enough
+            env = dict(os.environ)
+            if not args.compilation_cache:
+                env["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp()
+            if kind == "estimate_baseline":
+                env["PYTHONPATH"] = str(args.baseline_src.resolve())
+            config = {"kind": "estimate" if kind.startswith("estimate") else kind, "warm": warm}
+            config |= {"batch": args.batch, "label": kind}
+            records[kind].append(run_child(Path(__file__), config, env=env, timeout=1800))
+    payload = {"rounds": rounds, "records": records, "summary": _summary(records)}
+    write_json(args.json, payload)
+    _print(payload["summary"])
+
+
+def _median(records: list[dict[str, Any]], *path: str) -> float | None:
+    values = []
+    for record in records:
+        value: Any = record
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if isinstance(value, int | float):
+            values.append(float(value))
+    return statistics.median(values) if values else None
+
+
+def _summary(records: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    solve_warm = _median(records.get("solve", []), "warm", "median")
+    out: dict[str, Any] = {"solve_warm_s": solve_warm}
+    for kind in ("solve", "compiled", "table"):
+        out[f"{kind}_first_s"] = _median(records.get(kind, []), "first")
+        out[f"{kind}_warm_s"] = _median(records.get(kind, []), "warm", "median")
+        if solve_warm and out[f"{kind}_warm_s"]:
+            out[f"{kind}_warm_over_solve"] = out[f"{kind}_warm_s"] / solve_warm
+    out["compiled_traces"] = _median(records.get("compiled", []), "traces")
+    for key in ("evaluations_per_second_batched", "evaluations_per_second_one_by_one"):
+        out[key] = _median(records.get("batch", []), key)
+    for kind in ("estimate", "estimate_baseline"):
+        if records.get(kind):
+            out[kind] = records[kind][0]
+    errors = [r["error"] for rs in records.values() for r in rs if "error" in r]
+    out["errors"] = errors
+    return out
+
+
+def _print(summary: dict[str, Any]) -> None:
+    def fmt(value: Any, unit: str = "s") -> str:
+        return "n/a" if value is None else f"{value:.4g} {unit}".strip()
+
+    labels = {
+        "solve": "solve alone (V of every period)",
+        "compiled": "objective, one program",
+        "table": "objective, solve + simulate + table",
+    }
+    rows = [
+        [
+            label,
+            fmt(summary[f"{kind}_first_s"]),
+            fmt(summary[f"{kind}_warm_s"]),
+            fmt(summary.get(f"{kind}_warm_over_solve"), "x"),
+        ]
+        for kind, label in labels.items()
+    ]
+    columns = ["", "first", "warm", "warm / solve"]
+    print_table("Estimation objective (baseline, float64)", columns, rows)
+    print(
+        "evaluations per second: batched",
+        fmt(summary["evaluations_per_second_batched"], ""),
+        "one at a time",
+        fmt(summary["evaluations_per_second_one_by_one"], ""),
+    )
+    for kind in ("estimate", "estimate_baseline"):
+        if kind in summary:
+            found = summary[kind]
+            print(kind, found.get("seconds"), "s", found.get("estimate"), found.get("searches"))
+    for error in summary["errors"]:
+        print("ERROR:", error[-2000:])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,199 @@
+"""The life-cycle moments as one compiled program: the estimated params in, the moments out.
+
+For a model with regimes solved by endogenous grids (the pipeline's), the solve (every regime's
+(DC-)EGM step, ``regimes/egm.py``), the simulation of every subject over every period (the scan
+of ``simulation/regimes.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of the
+living by age group) are traced together and compiled once per model, initial conditions and
+age groups. The estimated params are a traced vector: a change of them never recompiles
+(``traces`` counts the traces). Nothing leaves the device but the moments and two numbers of the
+solve's report (whether the upper envelope's window was too narrow, and the widest run, which
+widens the window and recompiles once, as ``solve`` does).
+
+``batch(values)`` evaluates many param vectors in one call (``jax.vmap``): an optimiser's
+finite-difference points or a multistart's sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from project._xla import quick_compile_options
+from project.egm.program import REPORT_COLUMNS
+from project.egm.structure import egm_structure
+from project.estimation.errors import EstimationError
+from project.model.params import pack_params, params_on_host, unpack_params
+from project.points import float_dtype
+from project.regimes.egm import endogenous_grid_program, envelope_window, widen_window
+from project.regimes.solve import choose_regime_method
+from project.regimes.spec import RegimeModel
+from project.simulation.initial import validate_regime_initial_conditions
+from project.simulation.regimes import build_regime_panel, egm_period_inputs, filled_states
+from project.simulation.result import available_targets
+from project.solver.sweep import compose
+
+INCOME_TARGETS = ("labor_income", "working")
+
+
+class MomentProgram:
+    """``program(values)``: the moments at the estimated params ``values``, in one program."""
+
+    def __init__(
+        self,
+        *,
+        model: RegimeModel,
+        base_params: Mapping[str, Any],
+        initial_conditions: Mapping[str, np.ndarray],
+        seed: int,
+        age_groups: Sequence[tuple[float, float]],
+        estimated: Sequence[str],
+    ) -> None:
+        self.model = model
+        host = params_on_host(model=model, params=base_params)
+        self.base_flat = jnp.asarray(pack_params(host))
+        self.positions = jnp.asarray(_positions(host, estimated=estimated))
+        self.pension = float(host["pension"])
+        dtype = float_dtype()
+        self.savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
+        regime, initial = validate_regime_initial_conditions(
+            model=model, initial_conditions=initial_conditions
+        )
+        self.codes = jnp.asarray(regime)
+        self.states = {s: jnp.asarray(filled_states(model, s, v)) for s, v in initial.items()}
+        self.ids = jnp.arange(regime.size, dtype=jnp.int32)
+        self.seed = int(seed)
+        self.periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+        self.ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
+        ages = np.asarray(model.ages, dtype=float)
+        self.groups = jnp.asarray(
+            np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
+        )
+        self.traces = 0
+        self._compiled: dict[int, Any] = {}
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        """Return the moments at ``values`` (the estimated params, in their order)."""
+        return self.batch(np.asarray(values, dtype=float)[None])[0]
+
+    def batch(self, values: np.ndarray) -> np.ndarray:
+        """Return the moments of every row of ``values`` (points by estimated params)."""
+        points = jnp.asarray(np.atleast_2d(values), dtype=self.base_flat.dtype)
+        while True:
+            window = envelope_window(self.model)
+            moments, narrow, runs = self._program(window)(points, *self._inputs())
+            if not bool(narrow):
+                return np.asarray(moments, dtype=float)
+            widen_window(self.model, window=window, runs=int(runs))
+
+    def _inputs(self) -> tuple[Any, ...]:
+        return (
+            self.base_flat,
+            self.positions,
+            self.savings,
+            self.codes,
+            self.states,
+            self.ids,
+            self.periods,
+            self.ages,
+            self.groups,
+            self.seed,
+        )
+
+    def _program(self, window: int) -> Any:
+        if window not in self._compiled:
+            one = self._one_point(window)
+            batched = jax.vmap(one, in_axes=(0, *(None,) * 10))
+
+            def program(points, *inputs):  # noqa: ANN001, ANN002, ANN202
+                moments, narrow, runs = batched(points, *inputs)
+                return moments, narrow.any(), runs.max()
+
+            self._compiled[window] = jax.jit(program, compiler_options=quick_compile_options())
+        return self._compiled[window]
+
+    def _one_point(self, window: int) -> Any:
+        model = self.model
+        solve = endogenous_grid_program(model, window=window)
+        panel = build_regime_panel(model, methods=_methods(model))
+        income = _income(model, pension=self.pension)
+        living = jnp.asarray([model.code(r) for r in model.regimes])
+        narrow_column = REPORT_COLUMNS.index("non_monotone")
+        runs_column = REPORT_COLUMNS.index("runs")
+
+        def one(values, base, positions, savings, codes, states, ids, periods, ages, groups, seed):  # noqa: ANN001, ANN202
+            self.traces += 1
+            flat = base.at[positions].set(values)
+            params = unpack_params(model=model, flat=flat)
+            arrays, reports = solve(flat, savings)
+            inputs = {
+                r: egm_period_inputs(arrays=arrays[r], limit=savings[r][0], n_periods=len(periods))
+                for r in model.regimes
+            }
+            history = panel(codes, states, ids, inputs, params, periods, ages, seed)
+            wealth_codes, wealth_states, _actions, _ = history
+            log_ratio = jnp.log(wealth_states["wealth"] / income(history, params, periods, ages))
+            alive = jnp.isin(wealth_codes, living)
+            weights = alive[:, :, None] & groups[:, None, :]
+            totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
+            moments = totals / weights.sum(axis=(0, 1))
+            table = jnp.concatenate([r for r in reports.values()])
+            return moments, table[:, narrow_column].any(), table[:, runs_column].max()
+
+        return one
+
+
+def _methods(model: RegimeModel) -> dict[str, str]:
+    return {r: egm_structure(v).method for r, v in model.regimes.items()}
+
+
+def _income(model: RegimeModel, *, pension: float) -> Any:
+    """Return ``income(history, params, periods, ages)``: labour income or the pension."""
+    evaluators = {}
+    for regime, view in model.regimes.items():
+        have = [t for t in INCOME_TARGETS if t in available_targets(view)]
+        if "working" in have:
+            evaluators[regime] = (compose(view, have), have)
+
+    def income(history, params, periods, ages):  # noqa: ANN001, ANN202
+        codes, states, actions, _ = history
+        shape = codes.shape
+        rows = {**states, **actions}
+        out = jnp.full(shape, pension, dtype=states["wealth"].dtype)
+        for regime, (combined, _have) in evaluators.items():
+
+            def row(values, period, age, combined=combined):  # noqa: ANN001, ANN202
+                return combined({**params, **values, "period": period, "age": age})
+
+            per_row = jax.vmap(jax.vmap(row, in_axes=(0, None, None)), in_axes=(0, 0, 0))
+            values = per_row(rows, periods, ages)
+            labour = values.get("labor_income", jnp.full(shape, jnp.nan))
+            working = jnp.broadcast_to(values["working"], shape) > 0.5
+            here = codes == model.code(regime)
+            out = jnp.where(here & working, jnp.broadcast_to(labour, shape), out)
+        return out
+
+    return income
+
+
+def _positions(host: Mapping[str, np.ndarray], *, estimated: Sequence[str]) -> list[int]:
+    """Return where each estimated (scalar) param sits in the packed params vector."""
+    offsets, offset = {}, 0
+    for name in sorted(host):
+        offsets[name] = offset
+        offset += int(np.size(host[name]))
+    unknown = [name for name in estimated if name not in offsets or np.ndim(host[name]) != 0]
+    if unknown:
+        msg = f"Estimated params {unknown} are not scalar params of the model {sorted(host)}."
+        raise EstimationError(msg)
+    return [offsets[name] for name in estimated]
+
+
+def compiles_moments(model: Any) -> bool:
+    """Return whether the moments of ``model`` run as one program (regimes solved by EGM)."""
+    if not isinstance(model, RegimeModel):
+        return False
+    return choose_regime_method(model, method=None) in ("egm", "dcegm")

@@ -1,0 +1,136 @@
+"""The estimation's one-program objective and the one-program regime simulation.
+
+Oracles: the scanned simulation equals, bit for bit, the period-by-period simulation it replaced
+(the same jitted steps called once per period from Python, as ``simulate`` did before); the
+compiled moments equal those of the solve-simulate-table path to rounding; a change of params
+never traces the program again; a batch of points equals the points one at a time.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from project import solve
+from project.estimation.lifecycle import LifecycleMoments
+from project.models import lifecycle, lifecycle_regimes
+from project.simulation import draw_initial_conditions, simulate
+from project.simulation.initial import validate_regime_initial_conditions
+from project.simulation.regimes import _period_step, filled_states, period_inputs, regime_methods
+
+SIZES = {
+    "n_wealth": 12,
+    "n_consumption": 12,
+    "n_periods": 8,
+    "start_age": 63,
+    "n_savings": 30,
+    "taste_shocks": True,
+}
+GROUPS = [(62, 65), (65, 67), (67, 70)]
+DISTRIBUTION = {
+    "pref_type": {"probabilities": [0.5, 0.5]},
+    "income": {"label": "node_2"},
+    "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
+    "regime": {"label": "working"},
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def float64():
+    jax.config.update("jax_enable_x64", True)
+    yield
+    jax.config.update("jax_enable_x64", False)
+
+
+@pytest.fixture(scope="module")
+def mortal():
+    model = lifecycle_regimes.build_model(**SIZES, survival="life_table")
+    params = lifecycle_regimes.params_for(model) | {
+        "taste_shock_scale": lifecycle.DEFAULT_TASTE_SHOCK_SCALE
+    }
+    initial = draw_initial_conditions(
+        model=model, n_subjects=400, seed=3, distribution=DISTRIBUTION
+    )
+    return model, params, initial
+
+
+def period_by_period(*, solution, params, initial, seed):
+    """Simulate as ``simulate`` did before the scan: one eager call of the steps per period."""
+    model = solution.model
+    step = _period_step(model, methods=dict(regime_methods(solution)))
+    inputs = period_inputs(solution, params=params, start_period=0)
+    regime, states = validate_regime_initial_conditions(model=model, initial_conditions=initial)
+    codes = jnp.asarray(regime)
+    states = {s: jnp.asarray(filled_states(model, s, v)) for s, v in states.items()}
+    ids = jnp.arange(regime.size, dtype=jnp.int32)
+    history = []
+    for t in range(model.n_periods):
+        last = t == model.n_periods - 1
+        inputs_t = jax.tree.map(lambda x, t=t: x[t], inputs)
+        age = jnp.asarray(model.ages[t], dtype=jnp.float64)
+        actions, value, following, next_codes = step(
+            codes, states, ids, inputs_t, params, jnp.int32(t), age, seed, last=last
+        )
+        history.append((codes, states, actions, value))
+        codes, states = next_codes, following
+    return jax.device_get(history)
+
+
+@pytest.mark.parametrize("method", ["dcegm", "grid"])
+def test_the_scanned_simulation_is_the_period_by_period_simulation_bit_for_bit(mortal, method):
+    model, params, initial = mortal
+    solution = solve(model=model, params=params, method=method, log_level="off")
+    result = simulate(params=params, initial_conditions=initial, solution=solution, seed=11)
+    checked = {k: jnp.asarray(v) for k, v in params.items()}
+    reference = period_by_period(solution=solution, params=checked, initial=initial, seed=11)
+    for t, (codes, states, actions, value) in enumerate(reference):
+        np.testing.assert_array_equal(result.columns["regime"][:, t], codes)
+        np.testing.assert_array_equal(result.columns["value"][:, t], value)
+        for name, values in actions.items():
+            np.testing.assert_array_equal(result.columns[name][:, t], values)
+        wealth = result.columns["wealth"][:, t]
+        alive = np.isin(codes, [model.code(r) for r in model.regimes])
+        np.testing.assert_array_equal(wealth[alive], states["wealth"][alive])
+    dead = result.columns["regime"][:, -1] == model.code("dead")
+    assert 0 < dead.sum() < len(dead)  # some die: the regime draws are exercised
+
+
+@pytest.fixture(scope="module")
+def simulators(mortal):
+    model, params, initial = mortal
+    common = {
+        "model": model,
+        "base_params": params,
+        "initial_conditions": initial,
+        "seed": 4,
+        "age_groups": GROUPS,
+        "estimated": ("crra", "beta"),
+    }
+    return LifecycleMoments(**common), LifecycleMoments(**common, compiled=False)
+
+
+@pytest.mark.parametrize("point", [{"crra": 2.0, "beta": 0.96}, {"crra": 3.5, "beta": 0.9}])
+def test_compiled_moments_equal_the_table_moments(simulators, point):
+    compiled, tabled = simulators
+    assert compiled.program is not None
+    assert tabled.program is None
+    np.testing.assert_allclose(compiled(point), tabled(point), rtol=1e-12, atol=1e-13)
+
+
+def test_a_change_of_params_never_traces_the_program_again(simulators):
+    compiled, _ = simulators
+    compiled({"crra": 2.5, "beta": 0.95})
+    traces = compiled.program.traces
+    values = [compiled({"crra": 2.0 + 0.3 * i, "beta": 0.9 + 0.01 * i}) for i in range(4)]
+    assert compiled.program.traces == traces
+    assert len({tuple(v) for v in values}) == 4  # the moments did move
+
+
+def test_a_batch_equals_its_points_one_at_a_time(simulators):
+    compiled, _ = simulators
+    points = [{"crra": 1.5, "beta": 0.97}, {"crra": 4.0, "beta": 0.93}, {"crra": 2.2, "beta": 1.0}]
+    batch = compiled.batch(points)
+    one_by_one = np.stack([compiled(point) for point in points])
+    np.testing.assert_allclose(batch, one_by_one, rtol=1e-12, atol=1e-13)
