@@ -4,8 +4,9 @@ On the pipeline's baseline variant (``config.VARIANTS["baseline"]``, float64, th
 own ``n_subjects``, seed and age groups; ``config.ESTIMATION``), each configuration in its own
 process, the configurations interleaved over ``--rounds``:
 
-- ``solve``: ``solve(model, params, log_level="off")`` with V of every period read back (the
-  solve alone; first call and warm median);
+- ``solve``: ``solve(model, params, log_level="off")`` blocked on every regime's endogenous-grid
+  arrays (what the objective needs; first call and warm median), and warm with V of every period
+  on the state grids read back as well (``grid_values``);
 - ``compiled``: the estimation's objective, one program (``estimation/program.py``): first
   evaluation (compile included) and warm evaluations at changing params;
 - ``table``: the same moments by solve, simulate and the simulated table (``compiled=False``,
@@ -57,6 +58,12 @@ def parse_arguments() -> Any:
     parser.add_argument("--estimate", action="store_true", help="also time whole estimations")
     parser.add_argument("--compilation-cache", action="store_true")
     parser.add_argument(
+        "--moments",
+        type=Path,
+        default=Path("bld/data/scf_moments.arrow"),
+        help="with --estimate: the SCF moment table (`uv run pytask -k prepare_data` makes it)",
+    )
+    parser.add_argument(
         "--baseline-src",
         type=Path,
         default=Path("/work/baseline/src"),
@@ -98,15 +105,20 @@ def time_solve(model: Any, params: dict[str, Any], *, warm: int) -> dict[str, An
 
     from project import solve  # noqa: PLC0415
 
-    def once(beta: float) -> float:
+    def once(beta: float, *, read: str) -> float:
         started = time.perf_counter()
         solution = solve(model=model, params=params | {"beta": beta}, log_level="off")
-        values = [solution.solution(r).grid_values for r in model.regimes]
-        jax.block_until_ready(values)
+        jax.block_until_ready([getattr(solution.solution(r), read) for r in model.regimes])
         return time.perf_counter() - started
 
-    first = once(0.95)
-    return {"first": first, "warm": summarize([once(0.95 - 1e-3 * i) for i in range(warm)])}
+    first = once(0.95, read="arrays")
+    return {
+        "first": first,
+        "warm": summarize([once(0.95 - 1e-3 * i, read="arrays") for i in range(warm)]),
+        "warm_with_grid_values": summarize(
+            [once(0.95 - 1e-3 * i, read="grid_values") for i in range(warm)]
+        ),
+    }
 
 
 def time_moments(simulator: Any, *, warm: int) -> dict[str, Any]:
@@ -144,15 +156,17 @@ def time_batch(simulator: Any, *, size: int, warm: int) -> dict[str, Any]:
     }
 
 
-def time_estimation(model: Any, specification: dict, settings: Any) -> dict[str, Any]:
+def time_estimation(
+    model: Any, specification: dict, settings: Any, *, moments_file: str
+) -> dict[str, Any]:
     from dataclasses import asdict  # noqa: PLC0415
 
     import pandas as pd  # noqa: PLC0415
 
-    from project.config import BLD, VARIANTS  # noqa: PLC0415
+    from project.config import VARIANTS  # noqa: PLC0415
     from project.estimation.variant import estimate_variant  # noqa: PLC0415
 
-    moments = pd.read_feather(BLD / "data" / "scf_moments.arrow")
+    moments = pd.read_feather(moments_file)
     started = time.perf_counter()
     outcome = estimate_variant(
         model=model,
@@ -183,7 +197,7 @@ def run_single(config: dict[str, Any]) -> None:
     if kind == "solve":
         result |= time_solve(model, specification["params"], warm=warm)
     elif kind == "estimate":
-        result |= time_estimation(model, specification, settings)
+        result |= time_estimation(model, specification, settings, moments_file=config["moments"])
     else:
         simulator = LifecycleMoments(
             model=model,
@@ -218,6 +232,8 @@ def main() -> None:
     if args.single:
         run_single(json.loads(args.single))
         return
+    if args.estimate and not args.moments.exists():
+        sys.exit(f"{args.moments} is missing: build it with `uv run pytask -k prepare_data`.")
     rounds, warm = (2, 3) if args.quick else (args.rounds, WARM)
     kinds = [*CONFIGS, *(["estimate", "estimate_baseline"] if args.estimate else [])]
     kinds = [k for k in kinds if args.only in k]
@@ -232,7 +248,7 @@ def main() -> None:
             if kind == "estimate_baseline":
                 env["PYTHONPATH"] = str(args.baseline_src.resolve())
             config = {"kind": "estimate" if kind.startswith("estimate") else kind, "warm": warm}
-            config |= {"batch": args.batch, "label": kind}
+            config |= {"batch": args.batch, "label": kind, "moments": str(args.moments.resolve())}
             records[kind].append(run_child(Path(__file__), config, env=env, timeout=1800))
     payload = {"rounds": rounds, "records": records, "summary": _summary(records)}
     write_json(args.json, payload)
@@ -252,13 +268,20 @@ def _median(records: list[dict[str, Any]], *path: str) -> float | None:
 
 def _summary(records: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     solve_warm = _median(records.get("solve", []), "warm", "median")
-    out: dict[str, Any] = {"solve_warm_s": solve_warm}
+    out: dict[str, Any] = {
+        "solve_warm_with_grid_values_s": _median(
+            records.get("solve", []), "warm_with_grid_values", "median"
+        )
+    }
     for kind in ("solve", "compiled", "table"):
         out[f"{kind}_first_s"] = _median(records.get(kind, []), "first")
         out[f"{kind}_warm_s"] = _median(records.get(kind, []), "warm", "median")
         if solve_warm and out[f"{kind}_warm_s"]:
             out[f"{kind}_warm_over_solve"] = out[f"{kind}_warm_s"] / solve_warm
     out["compiled_traces"] = _median(records.get("compiled", []), "traces")
+    if solve_warm and out["compiled_warm_s"]:
+        grid_values = out["solve_warm_with_grid_values_s"]
+        out["compiled_warm_over_solve_with_grid_values"] = out["compiled_warm_s"] / grid_values
     for key in ("evaluations_per_second_batched", "evaluations_per_second_one_by_one"):
         out[key] = _median(records.get("batch", []), key)
     for kind in ("estimate", "estimate_baseline"):
@@ -274,7 +297,7 @@ def _print(summary: dict[str, Any]) -> None:
         return "n/a" if value is None else f"{value:.4g} {unit}".strip()
 
     labels = {
-        "solve": "solve alone (V of every period)",
+        "solve": "solve alone (endogenous-grid arrays)",
         "compiled": "objective, one program",
         "table": "objective, solve + simulate + table",
     }
@@ -287,6 +310,14 @@ def _print(summary: dict[str, Any]) -> None:
         ]
         for kind, label in labels.items()
     ]
+    rows.append(
+        [
+            "solve, V on the state grids read too",
+            "",
+            fmt(summary["solve_warm_with_grid_values_s"]),
+            "",
+        ]
+    )
     columns = ["", "first", "warm", "warm / solve"]
     print_table("Estimation objective (baseline, float64)", columns, rows)
     print(

@@ -143,6 +143,28 @@ class EGMPeriod:
             feasible=self.feasible(params, jnp.int32(self.model.n_periods - 1)),
         )
 
+    def terminal_flags(self, arrays: EGMArrays, *, params: Mapping[str, Any]) -> jnp.ndarray:
+        """Return the last period's flags: column 0 marks u(c) not finite at its nodes.
+
+        The last period stores nu = c and V = u(c) is computed where it is read, so a utility
+        that is NaN there (at an age, a param) would pass the other periods' checks unseen.
+        """
+        structure = self.structure
+        period = jnp.int32(self.model.n_periods - 1)
+
+        def one(codes: jnp.ndarray, choice: jnp.ndarray, consumption: jnp.ndarray) -> jnp.ndarray:
+            env = choice_env(structure, self.env(params, codes, period, structure.kept), choice)
+            return ~jnp.all(jnp.isfinite(self.utility.value(consumption[1:], env)))
+
+        choices = jnp.arange(structure.n_choices)
+        contexts = jnp.asarray(structure.contexts)
+        per_pair = jax.vmap(
+            lambda codes, rows: jax.vmap(lambda d, row: one(codes, d, row))(choices, rows)
+        )
+        bad = per_pair(contexts, arrays.consumption)
+        flags = jnp.zeros((*arrays.feasible.shape, PAIR_FLAGS), jnp.int32)
+        return flags.at[..., 0].set(bad.astype(jnp.int32))
+
     def step(
         self,
         carries: Mapping[str, EGMArrays],

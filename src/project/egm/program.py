@@ -21,7 +21,7 @@ import jax.numpy as jnp
 from project._xla import quick_compile_options
 from project.egm.choices import EGMArrays
 from project.egm.kinks import KINK_SLOTS, Kinks, no_kinks
-from project.egm.period import PAIR_FLAGS, EGMPeriod
+from project.egm.period import EGMPeriod
 from project.model.params import unpack_params
 from project.model.spec import Model
 
@@ -68,7 +68,7 @@ def build_program(
 
         terminal = period.terminal(savings, params=params)
         terminal_report = period_report(
-            jnp.zeros((*terminal.feasible.shape, PAIR_FLAGS), jnp.int32), terminal.feasible
+            period.terminal_flags(terminal, params=params), terminal.feasible
         )
         slots = min(kink_slots, savings.shape[-1] // POINTS_PER_KINK)
         kinks = (

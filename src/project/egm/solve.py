@@ -242,8 +242,9 @@ def check_report(
 ) -> None:
     """Raise for the failures an EGM solve's report records (period by period).
 
-    NaN/inf in consumption or V raises ``InvalidValueFunctionError`` naming the last such
-    period and where V is NaN on the state grid, or with ``on_invalid="warn"`` logs it.
+    NaN/inf in consumption or V (at the endogenous nodes; u(c) at the last period's nodes)
+    raises ``InvalidValueFunctionError`` naming the last such period and where V is NaN on the
+    state grid, or with ``on_invalid="warn"`` logs it.
     """
     model = solution.model
     method = solution.method.upper()
@@ -272,13 +273,12 @@ def check_report(
     if failed["non_monotone"].size and not solution.structure.discrete_actions:
         period = int(failed["non_monotone"][0])
         raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
-    nan_periods = _periods_with_nan(solution)
     reported = {*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()}
-    if reported or nan_periods:
-        periods = sorted(reported | set(nan_periods))
+    if reported:
+        periods = sorted(reported)
         period = periods[-1]  # backward induction: the last failed period is the source
         msg = (
-            f"{where}: V is NaN on the state grid, or EGM produced NaN/inf consumption or values "
+            f"{where}: EGM produced NaN/inf consumption or values "
             f"or V outside the range of utility, in periods {periods}; in period {period} "
             f"{_invalid_states(solution, period)}. Check that utility is finite for positive "
             "consumption (logs of non-positive numbers, params) and that next period's wealth "
@@ -288,13 +288,6 @@ def check_report(
             msg += "; solve(..., on_invalid='warn') continues with a warning instead."
             raise InvalidValueFunctionError(msg)
         logger.warning("%s; continuing (on_invalid='warn').", msg)
-
-
-def _periods_with_nan(solution: EGMSolution) -> list[int]:
-    """Return the periods whose V on the state grids holds NaN (one small read)."""
-    values = solution.grid_values
-    flags = jnp.isnan(values.reshape(values.shape[0], -1)).any(axis=1)
-    return np.flatnonzero(np.asarray(flags)).tolist()
 
 
 def _invalid_states(solution: EGMSolution, period: int) -> str:

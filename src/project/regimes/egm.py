@@ -23,7 +23,7 @@ import numpy as np
 
 from project._xla import quick_compile_options
 from project.egm.envelope import WINDOW
-from project.egm.period import PAIR_FLAGS, EGMPeriod, Target
+from project.egm.period import EGMPeriod, Target
 from project.egm.program import REPORT_COLUMNS, period_report
 from project.egm.solution import EGMSolution
 from project.egm.solve import check_borrowing_limit, check_report
@@ -223,7 +223,7 @@ def _build(model: RegimeModel, *, window: int) -> Callable[..., Any]:
         terminal = {}
         for regime, period in periods.items():
             arrays = period.terminal(savings[regime], params=params)
-            flags = jnp.zeros((*arrays.feasible.shape, PAIR_FLAGS), jnp.int32)
+            flags = period.terminal_flags(arrays, params=params)
             report = jnp.concatenate(
                 [period_report(flags, arrays.feasible), jnp.zeros(len(CHECK_COLUMNS), jnp.int32)]
             )
