@@ -3,6 +3,9 @@
 A scan over periods, backwards, of one model's EGM step (``period.py``), starting from the last
 period (consume down to the limit). The scan carries each period's kinks (``kinks.py``), so that
 every period's savings grid holds the kinks next period's borrowing limit leaves in its policy.
+Plain EGM only: on the pipeline's DC-EGM model (``benchmarks/dcegm_lifecycle.py``) kinks left
+the mean consumption error as it was and raised the largest V error 1.6-3x at 50-200 savings
+points (5.9e-4 against 2.0e-4 at 200) and the time by about a fifth, so DC-EGM keeps its grid.
 
 The report has one row per period: NaN/inf in the result, a non-monotone endogenous grid (EGM)
 or an envelope window too narrow (DC-EGM), the residuals of the two numerical inverses (see
@@ -50,7 +53,7 @@ def build_program(
     ``kink_slots`` how many kinks each period's savings grid holds exactly (0: the savings grid
     as given; None: ``KINK_SLOTS``, read at the call). A grid of n points holds at most
     n // ``POINTS_PER_KINK`` kinks, so coarse grids keep most of their points where they were
-    (none below 16 points).
+    (none below 16 points). DC-EGM (discrete actions) keeps its savings grid as given.
     """
     kink_slots = KINK_SLOTS if kink_slots is None else kink_slots
     period = EGMPeriod(model, window=window)
@@ -71,6 +74,8 @@ def build_program(
             period.terminal_flags(terminal, params=params), terminal.feasible
         )
         slots = min(kink_slots, savings.shape[-1] // POINTS_PER_KINK)
+        if period.structure.discrete_actions:
+            slots = 0  # DC-EGM: kinks raised its largest V error (module docstring)
         kinks = (
             no_kinks(terminal.feasible.shape, slots=slots, dtype=savings.dtype)
             if slots > 0

@@ -136,6 +136,7 @@ def estimate_variant(
             seed=int(settings["seed"]) + 1,
             age_groups=groups,
             estimated=tuple(settings["estimated"]),
+            compiled=bool(settings.get("compiled", True)),
         )
         # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
         # path, and on this objective the optimum it reaches, depends on the order of the params.
