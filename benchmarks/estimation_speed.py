@@ -12,6 +12,10 @@ process, the configurations interleaved over ``--rounds``:
 - ``table``: the same moments by solve, simulate and the simulated table (``compiled=False``,
   the path every evaluation took before the one-program objective);
 - ``batch``: ``--batch`` points in one call, against the same points one at a time;
+- ``smooth``: the smooth moments (expectations over the exit choice, ``estimation/smooth.py``),
+  first and warm evaluations;
+- ``gradient``: the smooth moments with their exact Jacobian (forward mode), first and warm,
+  against the smooth evaluation in the same process;
 - ``estimate`` (``--estimate``): the variant's whole estimation (``estimate_variant``: the
   search from the start and the multistart) on the SCF moments in ``bld/data``.
 
@@ -43,7 +47,7 @@ from _measure import (
     write_json,
 )
 
-CONFIGS = ("solve", "compiled", "table", "batch")
+CONFIGS = ("solve", "compiled", "table", "batch", "smooth", "gradient")
 WARM = 8
 
 
@@ -134,6 +138,29 @@ def time_moments(simulator: Any, *, warm: int) -> dict[str, Any]:
     return {"first": first, "warm": summarize(seconds), "traces": traces}
 
 
+def time_gradient(simulator: Any, *, warm: int) -> dict[str, Any]:
+    """Time the moments with their Jacobian (first, warm) and the smooth moments alone (warm)."""
+    started = time.perf_counter()
+    simulator.jacobian(points(1)[0])
+    first = time.perf_counter() - started
+    simulator(points(1)[0])
+    with_jacobian, alone = [], []
+    for point in points(warm, offset=1):
+        started = time.perf_counter()
+        simulator.jacobian(point)
+        with_jacobian.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        simulator(point)
+        alone.append(time.perf_counter() - started)
+    ratio = statistics.median(with_jacobian) / statistics.median(alone)
+    return {
+        "first": first,
+        "warm": summarize(with_jacobian),
+        "evaluation_warm": summarize(alone),
+        "over_evaluation": ratio,
+    }
+
+
 def time_batch(simulator: Any, *, size: int, warm: int) -> dict[str, Any]:
     simulator.batch(points(size))  # compile the batch's program and the one-point program
     simulator(points(1)[0])
@@ -207,9 +234,12 @@ def run_single(config: dict[str, Any]) -> None:
             age_groups=[tuple(g) for g in settings.age_groups],
             estimated=settings.estimated,
             compiled=kind != "table",
+            smooth=kind in ("smooth", "gradient"),
         )
         if kind == "batch":
             result |= time_batch(simulator, size=config["batch"], warm=warm)
+        elif kind == "gradient":
+            result |= time_gradient(simulator, warm=warm)
         else:
             result |= time_moments(simulator, warm=warm)
     emit_result(result)
@@ -273,7 +303,8 @@ def _summary(records: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
             records.get("solve", []), "warm_with_grid_values", "median"
         )
     }
-    for kind in ("solve", "compiled", "table"):
+    out["gradient_over_smooth_evaluation"] = _median(records.get("gradient", []), "over_evaluation")
+    for kind in ("solve", "compiled", "table", "smooth", "gradient"):
         out[f"{kind}_first_s"] = _median(records.get(kind, []), "first")
         out[f"{kind}_warm_s"] = _median(records.get(kind, []), "warm", "median")
         if solve_warm and out[f"{kind}_warm_s"]:
@@ -300,6 +331,8 @@ def _print(summary: dict[str, Any]) -> None:
         "solve": "solve alone (endogenous-grid arrays)",
         "compiled": "objective, one program",
         "table": "objective, solve + simulate + table",
+        "smooth": "smooth moments, one program",
+        "gradient": "smooth moments + exact Jacobian",
     }
     rows = [
         [
@@ -320,6 +353,7 @@ def _print(summary: dict[str, Any]) -> None:
     )
     columns = ["", "first", "warm", "warm / solve"]
     print_table("Estimation objective (baseline, float64)", columns, rows)
+    print("Jacobian / smooth evaluation:", fmt(summary["gradient_over_smooth_evaluation"], "x"))
     print(
         "evaluations per second: batched",
         fmt(summary["evaluations_per_second_batched"], ""),

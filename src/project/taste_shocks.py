@@ -27,9 +27,10 @@ def log_sum(values: jnp.ndarray, *, scale: jnp.ndarray, axis: int = -1) -> jnp.n
     finite_best = jnp.where(jnp.isfinite(best), best, 0.0)
     positive = scale > 0
     safe_scale = jnp.where(positive, scale, 1.0)
-    spread = jnp.sum(jnp.exp((values - finite_best) / safe_scale), axis=axis, keepdims=True)
-    smooth = finite_best + safe_scale * jnp.log(spread)
-    smooth = jnp.where(jnp.isfinite(best), smooth, best)
+    spread = jnp.sum(jnp.exp(_gaps(values, finite_best, safe_scale)), axis=axis, keepdims=True)
+    finite = jnp.isfinite(best)
+    smooth = finite_best + safe_scale * jnp.log(jnp.where(finite, spread, 1.0))
+    smooth = jnp.where(finite, smooth, best)
     return jnp.squeeze(jnp.where(positive, smooth, best), axis=axis)
 
 
@@ -47,7 +48,7 @@ def log_sum_and_probabilities(
     expanded = jnp.expand_dims(total, axis)
     safe_scale = jnp.where(scale > 0, scale, 1.0)
     finite_total = jnp.where(jnp.isfinite(expanded), expanded, 0.0)
-    logit = jnp.exp((values - finite_total) / safe_scale)
+    logit = jnp.exp(_gaps(values, finite_total, safe_scale))
     positions = jnp.arange(values.shape[axis]).reshape(
         [-1 if i == axis else 1 for i in range(values.ndim)]
     )
@@ -56,6 +57,18 @@ def log_sum_and_probabilities(
     hard = (positions == jnp.minimum(first, values.shape[axis] - 1)).astype(values.dtype)
     smooth = jnp.where(jnp.isfinite(expanded), logit, hard)
     return total, jnp.where(scale > 0, smooth, hard)
+
+
+def _gaps(values: jnp.ndarray, reference: jnp.ndarray, scale: jnp.ndarray) -> jnp.ndarray:
+    """Return ``(values - reference) / scale``: ``-inf`` (with zero derivative) where infeasible.
+
+    Computed directly, an infeasible choice's ``-inf`` would give the derivative
+    ``-inf · 0 = NaN`` in the scale, and NaN times its zero probability spoils every
+    derivative it enters (``jax.jvp`` of the objective).
+    """
+    infeasible = jnp.isneginf(values)
+    finite = jnp.where(infeasible, reference, values)
+    return jnp.where(infeasible, -jnp.inf, (finite - reference) / scale)
 
 
 def check_taste_shock_scale(*, model_name: str, params: Mapping[str, Any]) -> None:

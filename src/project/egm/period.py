@@ -398,7 +398,11 @@ class EGMPeriod:
                     scale=scale,
                     with_marginal=True,
                 )
-                guess = jnp.sum(state.probability * state.consumption, axis=0)
+                # A start for the inversion only: no derivative flows through it (an
+                # infeasible choice's consumption may carry a NaN one, times probability 0).
+                guess = jax.lax.stop_gradient(
+                    jnp.sum(state.probability * state.consumption, axis=0)
+                )
                 return state.marginal, state.total, guess
 
             return read

@@ -23,6 +23,13 @@ model or solver takes the path through ``solve``, ``simulate`` and the simulated
 which gives the same moments to rounding (tests/test_moment_program.py). The program simulates
 every subject in one chunk (``subject_batch_size`` applies to the table path only).
 
+Smooth moments (``smooth=True``, ``smooth.py``): the expectation over the taste-shocked exit
+choice (retirement) instead of one draw of it, income and deaths still drawn with common random
+numbers. They are differentiable in the params: ``jacobian(params)`` gives the moments and their
+exact Jacobian (forward mode, one compiled program), which matches central differences
+(tests/test_smooth_moments.py). Drawn moments are step functions of the params wherever a
+subject's drawn choice flips; smooth ones need no large difference steps.
+
 Economics (checked in the tests): more risk aversion (higher ``crra``) means more precautionary
 saving and a lower elasticity of intertemporal substitution, so young subjects hold more wealth
 relative to income: the moments of young age groups rise with ``crra`` (in a 40-period model
@@ -138,6 +145,7 @@ class LifecycleMoments:
         estimated: Sequence[str],
         subject_batch_size: int = 0,
         compiled: bool = True,
+        smooth: bool = False,
     ) -> None:
         _check_model(model=model, base_params=base_params, estimated=estimated)
         self.model = model
@@ -156,10 +164,17 @@ class LifecycleMoments:
                 seed=seed,
                 age_groups=self.age_groups,
                 estimated=self.estimated,
+                smooth=smooth,
             )
-            if compiled and compiles_moments(model)
+            if (compiled or smooth) and compiles_moments(model)
             else None
         )
+        if smooth and self.program is None:
+            msg = (
+                f"Smooth moments need a model with regimes solved by EGM or DC-EGM; {model.name!r}"
+                " is not one. Use drawn moments (smooth=False)."
+            )
+            raise EstimationError(msg)
         if not jax.config.jax_enable_x64:
             logger.warning(
                 "The life-cycle moments are simulated in float32: finite-difference derivatives "
@@ -200,6 +215,18 @@ class LifecycleMoments:
             return age_group_means(frame=self.frame(params), age_groups=self.age_groups)
         full = self.full_params(params)
         return self.program([full[name] for name in self.estimated])
+
+    def jacobian(self, params: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+        """Return the moments and their exact Jacobian (moments by estimated params) at ``params``.
+
+        Forward-mode derivatives of the one program; exact for smooth moments (``smooth=True``),
+        for drawn moments they ignore the jumps where a subject's drawn choice flips.
+        """
+        if self.program is None:
+            msg = "Exact derivatives need the one-program moments (compiled=True or smooth=True)."
+            raise EstimationError(msg)
+        full = self.full_params(params)
+        return self.program.jacobian(np.array([full[name] for name in self.estimated]))
 
     def batch(self, points: Sequence[Mapping[str, float]]) -> np.ndarray:
         """Return the moments at every point (rows), in one program where the model allows."""

@@ -26,6 +26,7 @@ from project._xla import quick_compile_options
 from project.egm.program import REPORT_COLUMNS
 from project.egm.structure import egm_structure
 from project.estimation.errors import EstimationError
+from project.estimation.smooth import ExitChoice, build_smooth_totals
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.points import float_dtype
 from project.regimes.egm import endogenous_grid_program, envelope_window, widen_window
@@ -51,8 +52,10 @@ class MomentProgram:
         seed: int,
         age_groups: Sequence[tuple[float, float]],
         estimated: Sequence[str],
+        smooth: bool = False,
     ) -> None:
         self.model = model
+        self.smooth = ExitChoice.of(model, params=base_params) if smooth else None
         host = params_on_host(model=model, params=base_params)
         self.base_flat = jnp.asarray(pack_params(host))
         self.positions = jnp.asarray(_positions(host, estimated=estimated))
@@ -73,7 +76,7 @@ class MomentProgram:
             np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
         )
         self.traces = 0
-        self._compiled: dict[int, Any] = {}
+        self._compiled: dict[tuple[int, bool], Any] = {}
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
         """Return the moments at ``values`` (the estimated params, in their order)."""
@@ -81,12 +84,24 @@ class MomentProgram:
 
     def batch(self, values: np.ndarray) -> np.ndarray:
         """Return the moments of every row of ``values`` (points by estimated params)."""
+        return self._run(values, derivative=False)[0]
+
+    def jacobian(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Return the moments at ``values`` and their exact Jacobian (moments by params).
+
+        Forward-mode derivatives (``jax.jacfwd``) of the one program; meaningful for smooth
+        moments (``smooth=True``), where the moments are differentiable in the params.
+        """
+        moments, jacobian = self._run(np.asarray(values, dtype=float)[None], derivative=True)
+        return moments[0], jacobian[0]
+
+    def _run(self, values: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
         points = jnp.asarray(np.atleast_2d(values), dtype=self.base_flat.dtype)
         while True:
             window = envelope_window(self.model)
-            moments, narrow, runs = self._program(window)(points, *self._inputs())
+            *out, narrow, runs = self._program(window, derivative)(points, *self._inputs())
             if not bool(narrow):
-                return np.asarray(moments, dtype=float)
+                return tuple(np.asarray(x, dtype=float) for x in out)
             widen_window(self.model, window=window, runs=int(runs))
 
     def _inputs(self) -> tuple[Any, ...]:
@@ -103,24 +118,25 @@ class MomentProgram:
             self.seed,
         )
 
-    def _program(self, window: int) -> Any:
-        if window not in self._compiled:
+    def _program(self, window: int, derivative: bool) -> Any:
+        if (window, derivative) not in self._compiled:
             one = self._one_point(window)
+            if derivative:
+                one = _with_jacobian(one)
             batched = jax.vmap(one, in_axes=(0, *(None,) * 10))
 
             def program(points, *inputs):  # noqa: ANN001, ANN002, ANN202
-                moments, narrow, runs = batched(points, *inputs)
-                return moments, narrow.any(), runs.max()
+                *out, narrow, runs = batched(points, *inputs)
+                return *out, narrow.any(), runs.max()
 
-            self._compiled[window] = jax.jit(program, compiler_options=quick_compile_options())
-        return self._compiled[window]
+            compiled = jax.jit(program, compiler_options=quick_compile_options())
+            self._compiled[window, derivative] = compiled
+        return self._compiled[window, derivative]
 
     def _one_point(self, window: int) -> Any:
         model = self.model
         solve = endogenous_grid_program(model, window=window)
-        panel = build_regime_panel(model, methods=_methods(model))
-        income = _income(model, pension=self.pension)
-        living = jnp.asarray([model.code(r) for r in model.regimes])
+        moments = self._moments()
         narrow_column = REPORT_COLUMNS.index("non_monotone")
         runs_column = REPORT_COLUMNS.index("runs")
 
@@ -133,17 +149,68 @@ class MomentProgram:
                 r: egm_period_inputs(arrays=arrays[r], limit=savings[r][0], n_periods=len(periods))
                 for r in model.regimes
             }
-            history = panel(codes, states, ids, inputs, params, periods, ages, seed)
-            wealth_codes, wealth_states, _actions, _ = history
-            log_ratio = jnp.log(wealth_states["wealth"] / income(history, params, periods, ages))
-            alive = jnp.isin(wealth_codes, living)
-            weights = alive[:, :, None] & groups[:, None, :]
-            totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
-            moments = totals / weights.sum(axis=(0, 1))
+            panel = (codes, states, ids, inputs, params, periods, ages, seed)
             table = jnp.concatenate([r for r in reports.values()])
-            return moments, table[:, narrow_column].any(), table[:, runs_column].max()
+            narrow, runs = table[:, narrow_column].any(), table[:, runs_column].max()
+            return moments(panel, groups), narrow, runs
 
         return one
+
+    def _moments(self) -> Any:
+        """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth."""
+        model = self.model
+        income = _income(model, pension=self.pension)
+        living = jnp.asarray([model.code(r) for r in model.regimes])
+        if self.smooth is not None:
+            totals = build_smooth_totals(model, methods=_methods(model), exit_choice=self.smooth)
+
+            def smooth(panel, groups):  # noqa: ANN001, ANN202
+                params = panel[4]
+
+                def record(codes, states, actions, weights, period, age):  # noqa: ANN001, ANN202
+                    alive = jnp.where(jnp.isin(codes, living), weights, 0.0)
+                    ratio = states["wealth"] / income(codes, states, actions, params, period, age)
+                    value = jnp.where(alive > 0, jnp.log(jnp.where(alive > 0, ratio, 1.0)), 0.0)
+                    member = groups[period].astype(alive.dtype)
+                    return member * jnp.sum(alive * value), member * jnp.sum(alive)
+
+                numerator, denominator = totals(*panel, record)
+                return numerator / denominator
+
+            return smooth
+        panel_of = build_regime_panel(model, methods=_methods(model))
+        per_period = jax.vmap(income, in_axes=(0, 0, 0, None, 0, 0))
+
+        def drawn(panel, groups):  # noqa: ANN001, ANN202
+            codes, states, actions, _ = panel_of(*panel)
+            params, periods, ages = panel[4], panel[5], panel[6]
+            log_ratio = jnp.log(
+                states["wealth"] / per_period(codes, states, actions, params, periods, ages)
+            )
+            alive = jnp.isin(codes, living)
+            weights = alive[:, :, None] & groups[:, None, :]
+            totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
+            return totals / weights.sum(axis=(0, 1))
+
+        return drawn
+
+
+def _with_jacobian(one: Any) -> Any:
+    """Return ``one`` giving the moments' Jacobian in the params (forward mode) too."""
+
+    def with_jacobian(values, *inputs):  # noqa: ANN001, ANN002, ANN202
+        def moments(v):  # noqa: ANN001, ANN202
+            out = one(v, *inputs)
+            return out[0], out[1:]
+
+        basis = jnp.eye(values.shape[0], dtype=values.dtype)
+        pushed = jax.vmap(
+            lambda t: jax.jvp(moments, (values,), (t,), has_aux=True), out_axes=(None, 1, None)
+        )
+        value, tangents, (narrow, runs) = pushed(basis)
+        return value, tangents, narrow, runs
+
+    return with_jacobian
 
 
 def _methods(model: RegimeModel) -> dict[str, str]:
@@ -151,25 +218,27 @@ def _methods(model: RegimeModel) -> dict[str, str]:
 
 
 def _income(model: RegimeModel, *, pension: float) -> Any:
-    """Return ``income(history, params, periods, ages)``: labour income or the pension."""
+    """Return ``income(codes, states, actions, params, period, age)``: labour income or pension.
+
+    For one period's subjects (1-D arrays); retirees (``working`` false) and regimes without
+    ``working`` get the pension.
+    """
     evaluators = {}
     for regime, view in model.regimes.items():
         have = [t for t in INCOME_TARGETS if t in available_targets(view)]
         if "working" in have:
-            evaluators[regime] = (compose(view, have), have)
+            evaluators[regime] = compose(view, have)
 
-    def income(history, params, periods, ages):  # noqa: ANN001, ANN202
-        codes, states, actions, _ = history
+    def income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
         shape = codes.shape
         rows = {**states, **actions}
         out = jnp.full(shape, pension, dtype=states["wealth"].dtype)
-        for regime, (combined, _have) in evaluators.items():
+        for regime, combined in evaluators.items():
 
-            def row(values, period, age, combined=combined):  # noqa: ANN001, ANN202
+            def row(values, combined=combined):  # noqa: ANN001, ANN202
                 return combined({**params, **values, "period": period, "age": age})
 
-            per_row = jax.vmap(jax.vmap(row, in_axes=(0, None, None)), in_axes=(0, 0, 0))
-            values = per_row(rows, periods, ages)
+            values = jax.vmap(row)(rows)
             labour = values.get("labor_income", jnp.full(shape, jnp.nan))
             working = jnp.broadcast_to(values["working"], shape) > 0.5
             here = codes == model.code(regime)
