@@ -17,6 +17,7 @@ import numpy as np
 import optimagic as om
 import pandas as pd
 import pytest
+from small_regimes import DISTRIBUTION, GROUPS, SIZES, STATES
 
 from project import solve
 from project.errors import CheckpointError
@@ -36,23 +37,8 @@ from project.persist.manifest import product_files
 from project.provenance import read_arrow_provenance
 from project.simulation import draw_initial_conditions, simulate
 
-SIZES = {
-    "n_wealth": 12,
-    "n_consumption": 12,
-    "n_periods": 8,
-    "start_age": 63,
-    "n_savings": 30,
-    "taste_shocks": True,
-}
-GROUPS = [(62, 65), (65, 67), (67, 70)]
 N_SUBJECTS = 600
 TRUE_BETA = 0.96
-STATES = {
-    "pref_type": {"probabilities": [0.5, 0.5]},
-    "income": {"label": "node_2"},
-    "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
-}
-DISTRIBUTION = STATES | {"regime": {"label": "working"}}
 SCF_COLUMNS = [
     "age_min",
     "age_max",

@@ -12,29 +12,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from small_regimes import DISTRIBUTION, GROUPS, SIZES
 
 from project import solve
 from project.estimation.lifecycle import LifecycleMoments
 from project.models import lifecycle, lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
 from project.simulation.initial import validate_regime_initial_conditions
-from project.simulation.regimes import _period_step, filled_states, period_inputs, regime_methods
-
-SIZES = {
-    "n_wealth": 12,
-    "n_consumption": 12,
-    "n_periods": 8,
-    "start_age": 63,
-    "n_savings": 30,
-    "taste_shocks": True,
-}
-GROUPS = [(62, 65), (65, 67), (67, 70)]
-DISTRIBUTION = {
-    "pref_type": {"probabilities": [0.5, 0.5]},
-    "income": {"label": "node_2"},
-    "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
-    "regime": {"label": "working"},
-}
+from project.simulation.regimes import filled_states, period_inputs, period_step, regime_methods
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -59,7 +44,7 @@ def mortal():
 def period_by_period(*, solution, params, initial, seed):
     """Simulate as ``simulate`` did before the scan: one eager call of the steps per period."""
     model = solution.model
-    step = _period_step(model, methods=dict(regime_methods(solution)))
+    step = period_step(model, methods=dict(regime_methods(solution)))
     inputs = period_inputs(solution, params=params, start_period=0)
     regime, states = validate_regime_initial_conditions(model=model, initial_conditions=initial)
     codes = jnp.asarray(regime)

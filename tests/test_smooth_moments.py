@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from small_regimes import DISTRIBUTION, GROUPS, SIZES
 
 from project.estimation.errors import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
@@ -20,20 +21,6 @@ from project.models import lifecycle, lifecycle_regimes
 from project.simulation import draw_initial_conditions
 from project.taste_shocks import log_sum, log_sum_and_probabilities
 
-SIZES = {
-    "n_wealth": 12,
-    "n_consumption": 12,
-    "n_periods": 8,
-    "start_age": 63,
-    "n_savings": 30,
-}
-GROUPS = [(62, 65), (65, 67), (67, 70)]
-DISTRIBUTION = {
-    "pref_type": {"probabilities": [0.5, 0.5]},
-    "income": {"label": "node_2"},
-    "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
-    "regime": {"label": "working"},
-}
 POINT = {"crra": 2.0, "beta": 0.95}
 
 
@@ -45,7 +32,7 @@ def float64():
 
 
 def moments(*, smooth: bool, scale: float = lifecycle.DEFAULT_TASTE_SHOCK_SCALE, n: int = 400):
-    model = lifecycle_regimes.build_model(**SIZES, taste_shocks=True, survival="life_table")
+    model = lifecycle_regimes.build_model(**SIZES, survival="life_table")
     params = lifecycle_regimes.params_for(model) | {"taste_shock_scale": scale}
     initial = draw_initial_conditions(model=model, n_subjects=n, seed=3, distribution=DISTRIBUTION)
     return LifecycleMoments(
@@ -95,7 +82,7 @@ def test_jacobian_matches_central_differences():
 
 
 def test_smooth_moments_need_a_taste_shocked_exit_choice():
-    model = lifecycle_regimes.build_model(**SIZES, survival="life_table")
+    model = lifecycle_regimes.build_model(**SIZES | {"taste_shocks": False}, survival="life_table")
     params = lifecycle_regimes.params_for(model)
     initial = draw_initial_conditions(model=model, n_subjects=10, seed=3, distribution=DISTRIBUTION)
     with pytest.raises(EstimationError, match="exactly one regime with taste shocks"):

@@ -35,10 +35,9 @@ from project.egm.structure import egm_structure
 from project.estimation.errors import EstimationError
 from project.points import float_dtype
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel
-from project.simulation.keys import category_at, stream_uniform, subject_keys
-from project.simulation.regimes import REGIME_STREAM
-from project.simulation.steps import build_advance, steps_for
-from project.solver.grid_cache import grid_points_of
+from project.simulation.keys import stream_uniform, subject_keys
+from project.simulation.regimes import REGIME_STREAM, period_step, regime_at_uniform
+from project.simulation.steps import build_advance, choice_actions
 from project.solver.sweep import compose
 
 
@@ -103,13 +102,12 @@ def build_smooth_totals(
     """
     chooser = exit_choice.regime
     choose = _chooser_step(model, chooser=chooser, stay=exit_choice.stay)
-    others = _others_step(model, methods=methods, chooser=chooser)
+    others = period_step(model, methods=methods, regimes=[r for r in model.regimes if r != chooser])
     code = model.code(chooser)
     dead = min(model.code(r) for r in model.terminal)
 
-    def period_step(carry, x, *, last):  # noqa: ANN001, ANN202
+    def one_period(carry, inputs, period, age, slot, *, ids, params, seed, record, last):  # noqa: ANN001, ANN202
         (codes, states, weight), (b_codes, b_states, b_weight), totals = carry
-        inputs, period, age, slot, ids, params, seed, record = x
         n, slots = codes.shape[0], b_codes.shape[0] // codes.shape[0]
         keys = subject_keys(seed=seed, subject_ids=ids, period=period)
         uniform = jax.vmap(lambda k: stream_uniform(key=k, stream=REGIME_STREAM))(keys)
@@ -118,14 +116,23 @@ def build_smooth_totals(
             states, keys, uniform, inputs[chooser], params, period, age, last=last
         )
         p_leave = jnp.where(inside, p_leave, 0.0)
-        actions, moved, codes_next = others(
-            codes, states, ids, uniform, inputs, params, period, age, seed, last=last
+        actions, _, moved, codes_next = others(
+            codes, states, ids, inputs, params, period, age, seed, last=last, uniform=uniform
         )
         on_path = {a: jnp.where(inside, stay[0][a], v) for a, v in actions.items()}
         leaving = {a: jnp.where(inside, leave[0][a], v) for a, v in actions.items()}
         b_ids, b_uniform = jnp.repeat(ids, slots), jnp.repeat(uniform, slots)
-        b_actions, b_moved, b_next = others(
-            b_codes, b_states, b_ids, b_uniform, inputs, params, period, age, seed, last=last
+        b_actions, _, b_moved, b_next = others(
+            b_codes,
+            b_states,
+            b_ids,
+            inputs,
+            params,
+            period,
+            age,
+            seed,
+            last=last,
+            uniform=b_uniform,
         )
         for records in (
             (codes, states, on_path, weight * (1 - p_leave)),
@@ -161,17 +168,16 @@ def build_smooth_totals(
         zero = jax.tree.map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
         carry = ((codes, states, jnp.ones(codes.shape, dtype)), branches, zero)
 
+        fixed = {"ids": ids, "params": params, "seed": seed, "record": record}
+
         def body(carry, x):  # noqa: ANN001, ANN202
-            inputs_t, period, age, slot = x
-            fixed = (inputs_t, period, age, slot, ids, params, seed, record)
-            return period_step(carry, fixed, last=False), None
+            return one_period(carry, *x, **fixed, last=False), None
 
         head = jax.tree.map(lambda x: x[:-1], inputs)
         xs = (head, periods[:-1], ages[:-1], jnp.arange(slots))
         carry, _ = jax.lax.scan(body, carry, xs)
         final = jax.tree.map(lambda x: x[-1], inputs)
-        fixed = (final, periods[-1], ages[-1], jnp.int32(slots), ids, params, seed, record)
-        return period_step(carry, fixed, last=True)
+        return one_period(carry, final, periods[-1], ages[-1], jnp.int32(slots), **fixed, last=True)
 
     return run
 
@@ -186,8 +192,7 @@ def _chooser_step(model: RegimeModel, *, chooser: str, stay: int) -> Callable[..
     structure = egm_structure(view)
     evaluate = point_evaluator(view)
     advance = build_advance(view)
-    transition = compose(view, [REGIME_TRANSITION])
-    choices = jnp.asarray(structure.choices)
+    next_regime = regime_at_uniform(view)
     leave = 1 - stay
 
     def one(state_values, key, uniform, inputs, params, period, age, *, last):  # noqa: ANN001, ANN202
@@ -197,15 +202,12 @@ def _chooser_step(model: RegimeModel, *, chooser: str, stay: int) -> Callable[..
         at = evaluate(arrays, codes, wealth, params, period, age, limit)
         outcomes = []
         for choice in (stay, leave):
-            actions = {structure.action: at.choice_consumption[choice]}
-            actions |= {a: choices[choice, i] for i, a in enumerate(structure.discrete_actions)}
+            actions = choice_actions(structure, consumption=at.choice_consumption, choice=choice)
             if last:
                 outcomes.append((actions, state_values, jnp.int32(0)))
                 continue
             following = advance(state_values, actions, key, params, period, age, wealth.dtype)
-            env = {**params, **state_values, **actions, "period": period, "age": age}
-            probabilities = view.regime_probabilities(transition(env)[REGIME_TRANSITION])
-            drawn = category_at(uniform=uniform, probabilities=probabilities.astype(wealth.dtype))
+            drawn = next_regime(state_values, actions, uniform, params, period, age)
             outcomes.append((actions, following, drawn))
         return outcomes[0], outcomes[1], at.probability[leave]
 
@@ -215,51 +217,6 @@ def _chooser_step(model: RegimeModel, *, chooser: str, stay: int) -> Callable[..
         return per_subject(own, keys, uniform, inputs, params, period, age)
 
     return choose
-
-
-def _others_step(
-    model: RegimeModel, *, methods: Mapping[str, str], chooser: str
-) -> Callable[..., Any]:
-    """Return the step of the regimes besides the chooser (no taste shocks: no draws of choice).
-
-    ``others(codes, states, ids, uniform, inputs, params, period, age, seed, last)`` returns
-    the actions, next states and next regimes (drawn at ``uniform``) of subjects in those
-    regimes; other subjects keep their states and go to a terminal regime.
-    """
-    names = [r for r in model.regimes if r != chooser]
-    steps = {r: steps_for(model.regimes[r], method=methods[r]) for r in names}
-    points = {r: grid_points_of(model.regimes[r]) for r in names}
-    transitions = {r: compose(model.regimes[r], [REGIME_TRANSITION]) for r in names}
-    dead = min(model.code(r) for r in model.terminal)
-
-    def others(codes, states, ids, uniform, inputs, params, period, age, seed, *, last):  # noqa: ANN001, ANN202
-        actions = _no_actions(model, codes)
-        following, codes_next = dict(states), jnp.full(codes.shape, dead, jnp.int32)
-        for regime in names:
-            view = model.regimes[regime]
-            here = codes == model.code(regime)
-            own = {s: states[s] for s in view.state_names}
-            step = steps[regime]["terminal" if last else "regular"]
-            chosen, _, moved = step(
-                own, ids, inputs[regime], params, points[regime], period, age, seed
-            )
-            for a, v in chosen.items():
-                actions[a] = jnp.where(here, v.astype(actions[a].dtype), actions[a])
-            if last:
-                continue
-            for s, v in moved.items():
-                following[s] = jnp.where(here, v, following[s])
-
-            def drawn(state_values, action_values, u, view=view, regime=regime):  # noqa: ANN001, ANN202
-                env = {**params, **state_values, **action_values, "period": period, "age": age}
-                out = transitions[regime](env)[REGIME_TRANSITION]
-                probabilities = view.regime_probabilities(out).astype(float_dtype())
-                return category_at(uniform=u, probabilities=probabilities)
-
-            codes_next = jnp.where(here, jax.vmap(drawn)(own, chosen, uniform), codes_next)
-        return actions, following, codes_next
-
-    return others
 
 
 def _add(totals: tuple[jax.Array, ...], more: tuple[jax.Array, ...]) -> tuple[jax.Array, ...]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -33,7 +33,7 @@ from project.simulation.initial import (
     check_start_period,
     validate_regime_initial_conditions,
 )
-from project.simulation.keys import draw_category, subject_keys
+from project.simulation.keys import category_at, stream_uniform, subject_keys
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
 from project.solver.grid_cache import grid_points_of
@@ -186,7 +186,7 @@ def build_regime_panel(model: RegimeModel, *, methods: Mapping[str, str]) -> Cal
     returns the history ``(codes, states, actions, value)`` with a leading period axis: the
     regimes and states each period starts with, the actions taken and V there.
     """
-    period = _period_step(model, methods=methods)
+    period = period_step(model, methods=methods)
 
     def panel(codes, states, ids, inputs, params, periods, ages, seed):  # noqa: ANN001, ANN202
         def body(carry, x):  # noqa: ANN001, ANN202
@@ -209,18 +209,31 @@ def build_regime_panel(model: RegimeModel, *, methods: Mapping[str, str]) -> Cal
     return panel
 
 
-def _period_step(model: RegimeModel, *, methods: Mapping[str, str]) -> Callable[..., Any]:
-    """Return one period of a chunk: actions, values, next states and next regimes."""
-    steps = {r: steps_for(v, method=methods[r]) for r, v in model.regimes.items()}
-    points = {r: grid_points_of(v) for r, v in model.regimes.items()}
-    draws = {r: _regime_draw(v) for r, v in model.regimes.items()}
+def period_step(
+    model: RegimeModel, *, methods: Mapping[str, str], regimes: Sequence[str] | None = None
+) -> Callable[..., Any]:
+    """Return one period of a chunk: actions, values, next states and next regimes.
+
+    ``period(codes, states, ids, inputs, params, period, age, seed, last=, uniform=None)``.
+    ``regimes`` (all living ones by default) are the regimes it steps; subjects elsewhere keep
+    their regime and states, with missing actions. ``uniform``: each subject's number of the
+    regime stream (``REGIME_STREAM``), drawn from its key when not given.
+    """
+    names = tuple(model.regimes) if regimes is None else tuple(regimes)
+    steps = {r: steps_for(model.regimes[r], method=methods[r]) for r in names}
+    points = {r: grid_points_of(model.regimes[r]) for r in names}
+    draws = {r: regime_at_uniform(model.regimes[r]) for r in names}
     terminal = {r: _terminal_value(model, r) for r in model.terminal}
 
-    def period(codes, states, ids, inputs, params, period, age, seed, *, last):  # noqa: ANN001, ANN202
+    def period(codes, states, ids, inputs, params, period, age, seed, *, last, uniform=None):  # noqa: ANN001, ANN202
         value = jnp.zeros(codes.shape, float_dtype())
         actions = {a: _missing(model.actions[a], codes.shape) for a in model.actions}
         next_states, next_codes = dict(states), codes
-        for regime, view in model.regimes.items():
+        if uniform is None and not last:
+            keys = subject_keys(seed=seed, subject_ids=ids, period=period)
+            uniform = jax.vmap(lambda k: stream_uniform(key=k, stream=REGIME_STREAM))(keys)
+        for regime in names:
+            view = model.regimes[regime]
             here = codes == model.code(regime)
             own = {s: states[s] for s in view.state_names}
             step = steps[regime]["terminal" if last else "regular"]
@@ -236,7 +249,9 @@ def _period_step(model: RegimeModel, *, methods: Mapping[str, str]) -> Callable[
                 continue
             for state, values in following.items():
                 next_states[state] = jnp.where(here, values, next_states[state])
-            drawn = draws[regime](own, chosen, ids, params, period, age, seed)
+            drawn = jax.vmap(draws[regime], in_axes=(0, 0, 0, None, None, None))(
+                own, chosen, uniform, params, period, age
+            )
             next_codes = jnp.where(here, drawn, next_codes)
         for regime, evaluate in terminal.items():
             here = codes == model.code(regime)
@@ -246,21 +261,27 @@ def _period_step(model: RegimeModel, *, methods: Mapping[str, str]) -> Callable[
     return period
 
 
-_DRAWS: weakref.WeakKeyDictionary[RegimeView, Callable[..., jax.Array]] = (
-    weakref.WeakKeyDictionary()
-)
+def regime_at_uniform(view: RegimeView) -> Callable[..., jax.Array]:
+    """Return ``next_regime(states, actions, uniform, params, period, age)`` for one subject.
+
+    The regime transition's category at the subject's uniform number (``category_at``): with
+    the uniform of stream ``REGIME_STREAM`` it is ``draw_category``'s draw.
+    """
+    transition = compose(view, [REGIME_TRANSITION])
+
+    def next_regime(state_values, action_values, uniform, params, period, age):  # noqa: ANN001, ANN202
+        env = {**params, **state_values, **action_values, "period": period, "age": age}
+        probabilities = view.regime_probabilities(transition(env)[REGIME_TRANSITION])
+        return category_at(uniform=uniform, probabilities=probabilities.astype(float_dtype()))
+
+    return next_regime
+
+
 _TERMINAL_VALUES: weakref.WeakKeyDictionary[RegimeModel, dict[str, Callable[..., jax.Array]]] = (
     weakref.WeakKeyDictionary()
 )
-"""The jitted regime draws and terminal values, built once per model (a repeated simulation,
-as in an estimation, reuses their compiled programs instead of tracing them again)."""
-
-
-def _regime_draw(view: RegimeView) -> Callable[..., jax.Array]:
-    """Return the jitted draw of next period's regime for a chunk of subjects (cached)."""
-    if view not in _DRAWS:
-        _DRAWS[view] = _build_regime_draw(view)
-    return _DRAWS[view]
+"""The jitted terminal values, built once per model (a repeated simulation, as in an
+estimation, reuses their compiled programs instead of tracing them again)."""
 
 
 def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
@@ -269,26 +290,6 @@ def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]
     if regime not in values:
         values[regime] = _build_terminal_value(model, regime)
     return values[regime]
-
-
-def _build_regime_draw(view: RegimeView) -> Callable[..., jax.Array]:
-    """Return the jitted draw of next period's regime for a chunk of subjects."""
-    transition = compose(view, [REGIME_TRANSITION])
-
-    def one(state_values, action_values, key, params, period, age):  # noqa: ANN001, ANN202
-        env = {**params, **state_values, **action_values, "period": period, "age": age}
-        probabilities = view.regime_probabilities(transition(env)[REGIME_TRANSITION])
-        return draw_category(
-            key=key, probabilities=probabilities.astype(float_dtype()), stream=REGIME_STREAM
-        )
-
-    def draw(states, actions, subject_ids, params, period, age, seed):  # noqa: ANN001, ANN202
-        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
-        return jax.vmap(one, in_axes=(0, 0, 0, None, None, None))(
-            states, actions, keys, params, period, age
-        )
-
-    return jax.jit(draw)
 
 
 def _build_terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:

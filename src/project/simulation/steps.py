@@ -112,7 +112,6 @@ def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     evaluate = point_evaluator(model)
     advance = build_advance(model)
     choice_stream = taste_shock_stream(model)
-    choices = jnp.asarray(structure.choices)
 
     def one_subject(state_values, key, expected, params, period, age):  # noqa: ANN001, ANN202
         arrays, limit = expected
@@ -126,8 +125,7 @@ def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
         choice = at.choice
         if model.taste_shocks:
             choice = draw_category(key=key, probabilities=at.probability, stream=choice_stream)
-        actions = {structure.action: at.choice_consumption[choice]}
-        actions |= {a: choices[choice, i] for i, a in enumerate(structure.discrete_actions)}
+        actions = choice_actions(structure, consumption=at.choice_consumption, choice=choice)
         value = at.value
         if terminal:
             return actions, value, state_values
@@ -145,6 +143,15 @@ def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
         )
 
     return jax.jit(step)
+
+
+def choice_actions(
+    structure: Any, *, consumption: jnp.ndarray, choice: jnp.ndarray | int
+) -> dict[str, jnp.ndarray]:
+    """Return an EGM subject's actions for discrete ``choice``: its consumption and codes."""
+    codes = jnp.asarray(structure.choices)[choice]
+    actions = {structure.action: consumption[choice]}
+    return actions | {a: codes[i] for i, a in enumerate(structure.discrete_actions)}
 
 
 def steps_for(model: Model, *, method: str) -> dict[str, Callable[..., Any]]:
