@@ -8,6 +8,7 @@ prints one line ``RESULT_MARKER <json>``; the parent collects those lines.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
 import platform
@@ -174,12 +175,22 @@ def environment() -> dict[str, Any]:
     """Return machine facts worth keeping next to timings (load matters on shared machines)."""
     return {
         "python": platform.python_version(),
+        "jax": _version("jax"),
+        "jaxlib": _version("jaxlib"),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _version(package: str) -> str | None:
+    """Return an installed package's version (None when it is missing), without importing it."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:

@@ -197,6 +197,10 @@ def main() -> None:
                 for key in ("first_call_s", "warm_median_s", "warm_min_s")
             }
         ours, peer = by_who["ours"][-1], by_who["peer"][-1]
+        summary["peer_versions"] = {
+            key: peer.get(key)
+            for key in ("python_version", "jax_version", "jaxlib_version", "dcegm_version")
+        }
         wealth = np.asarray(ours["wealth"])
         agreement = {
             name: float(

@@ -354,6 +354,8 @@ def main() -> None:
         "wage": args.wage,
         "dcegm_version": importlib.metadata.version("dcegm"),
         "jax_version": jax.__version__,
+        "jaxlib_version": importlib.metadata.version("jaxlib"),
+        "python_version": sys.version.split()[0],
         "device": str(jax.devices()[0]),
     }
     if args.oracle.is_file():
