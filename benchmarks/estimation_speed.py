@@ -219,7 +219,7 @@ def run_single(config: dict[str, Any]) -> None:
     kind, warm = config["kind"], config["warm"]
     import project  # noqa: PLC0415
 
-    result: dict[str, Any] = {"config": config, "environment": _versions()}
+    result: dict[str, Any] = {"config": config, "environment": versions()}
     result["project_source"] = str(Path(project.__file__).parent)
     if kind == "solve":
         result |= time_solve(model, specification["params"], warm=warm)
@@ -245,7 +245,7 @@ def run_single(config: dict[str, Any]) -> None:
     emit_result(result)
 
 
-def _versions() -> dict[str, Any]:
+def versions() -> dict[str, Any]:
     from importlib.metadata import version  # noqa: PLC0415
 
     import jax  # noqa: PLC0415

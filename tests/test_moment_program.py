@@ -16,6 +16,7 @@ from small_regimes import DISTRIBUTION, GROUPS, SIZES
 
 from project import solve
 from project.estimation.lifecycle import LifecycleMoments
+from project.estimation.program import envelope_window
 from project.models import lifecycle, lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
 from project.simulation.initial import validate_regime_initial_conditions
@@ -104,6 +105,14 @@ def test_compiled_moments_equal_the_table_moments(simulators, point):
     np.testing.assert_allclose(compiled(point), tabled(point), rtol=1e-12, atol=1e-13)
 
 
+def test_the_program_counts_the_living_subjects_of_the_table(simulators):
+    compiled, tabled = simulators
+    point = {"crra": 2.0, "beta": 0.96}
+    living = tabled.living_subjects(point)  # subjects_per_group of the simulated table
+    assert living[0] > living[-1] > 0
+    np.testing.assert_array_equal(compiled.living_subjects(point), living)
+
+
 def test_a_change_of_params_never_traces_the_program_again(simulators):
     compiled, _ = simulators
     compiled({"crra": 2.5, "beta": 0.95})
@@ -119,3 +128,23 @@ def test_a_batch_equals_its_points_one_at_a_time(simulators):
     batch = compiled.batch(points)
     one_by_one = np.stack([compiled(point) for point in points])
     np.testing.assert_allclose(batch, one_by_one, rtol=1e-12, atol=1e-13)
+
+
+def test_variants_that_differ_in_a_param_value_share_one_program(mortal):
+    """Params are traced, never baked in: the build's variants reuse one compiled program."""
+    model, params, initial = mortal
+    texts = []
+    for pension in (params["pension"], 0.5 * params["pension"]):
+        program = LifecycleMoments(
+            model=model,
+            base_params=params | {"pension": pension},
+            initial_conditions=initial,
+            seed=4,
+            age_groups=GROUPS,
+            estimated=("crra", "beta"),
+        ).program
+        lowered = program._program(envelope_window(model), False).lower(
+            jnp.asarray([[2.0, 0.96]]), *program._inputs()
+        )
+        texts.append(lowered.as_text())
+    assert texts[0] == texts[1]

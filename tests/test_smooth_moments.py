@@ -51,20 +51,28 @@ def test_smooth_equals_drawn_where_the_choice_is_certain():
     np.testing.assert_allclose(smooth(POINT), drawn(POINT), rtol=1e-12)
 
 
-def test_drawn_moments_average_to_the_smooth_ones():
-    smooth, drawn = moments(smooth=True), moments(smooth=False)
+@pytest.fixture(scope="module")
+def default_scale():
+    """Smooth and drawn moments at the default taste-shock scale (compiled once per module)."""
+    return moments(smooth=True), moments(smooth=False)
+
+
+def test_drawn_moments_average_to_the_smooth_ones(default_scale):
+    smooth, drawn = default_scale
+    seed = smooth.program.seed
     gaps = []
-    for seed in range(24):  # the seed is an input of the program: no recompiles
-        smooth.program.seed = drawn.program.seed = seed
+    for other in range(24):  # the seed is an input of the program: no recompiles
+        smooth.program.seed = drawn.program.seed = other
         gaps.append(drawn(POINT) - smooth(POINT))
+    smooth.program.seed = drawn.program.seed = seed
     gaps = np.array(gaps)
     assert np.abs(gaps).max() > 1e-4  # drawn choices do differ from their expectation
     z = gaps.mean(axis=0) / (gaps.std(axis=0, ddof=1) / np.sqrt(len(gaps)))
     assert np.all(np.abs(z) < 4), z
 
 
-def test_jacobian_matches_central_differences():
-    simulator = moments(smooth=True)
+def test_jacobian_matches_central_differences(default_scale):
+    simulator, _ = default_scale
     values, jacobian = simulator.jacobian(POINT)
     np.testing.assert_allclose(values, simulator(POINT), rtol=1e-12)
     step = 1e-6
@@ -79,6 +87,14 @@ def test_jacobian_matches_central_differences():
     traces = simulator.program.traces
     simulator.jacobian({"crra": 2.5, "beta": 0.93})
     assert simulator.program.traces == traces  # new params reuse the compiled Jacobian
+
+
+def test_the_expected_living_are_the_drawn_living(default_scale):
+    """Death does not depend on the retirement choice here: its expectation is the draw's count."""
+    smooth, drawn = default_scale
+    living = drawn.living_subjects(POINT)
+    assert living[0] > living[-1] > 0  # some die between the groups
+    np.testing.assert_allclose(smooth.living_subjects(POINT), living, rtol=1e-12)
 
 
 def test_smooth_moments_need_a_taste_shocked_exit_choice():

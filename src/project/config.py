@@ -174,7 +174,12 @@ class EstimationSettings:
     in practice, and a non-finite moment there would stop it with an ``EstimationError``).
     ``compiled``: evaluate the moments as one compiled program (``estimation/program.py``); it
     costs one compile of about 10 s cold and saves about half of every evaluation, so a search of
-    a few evaluations (the smoke profile's) is quicker without it.
+    a few evaluations (the smoke profile's) is quicker without it. ``smooth``: estimate on the
+    smooth moments (expectations over the retirement choice, ``estimation/smooth.py``) with
+    their exact Jacobian, for the optimiser and the standard errors; give a derivative-based
+    ``algorithm`` with it (``scipy_ls_trf``). The default build keeps drawn moments and
+    ``pounders``: on this 2-core CPU a smooth evaluation with its Jacobian costs about 15 times a
+    drawn one, more than the fewer evaluations save (``benchmarks/estimation_speed.py --search``).
     """
 
     estimated: tuple[str, ...] = ("crra", "beta")
@@ -193,6 +198,7 @@ class EstimationSettings:
     relative_step: float = 1e-2
     x64: bool = True
     compiled: bool = True
+    smooth: bool = False
 
 
 ESTIMATION = (

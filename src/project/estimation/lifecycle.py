@@ -228,6 +228,17 @@ class LifecycleMoments:
         full = self.full_params(params)
         return self.program.jacobian(np.array([full[name] for name in self.estimated]))
 
+    def living_subjects(self, params: Mapping[str, float]) -> np.ndarray:
+        """Return the simulated subjects alive in each age group at ``params``.
+
+        With the one program, its own count (``MomentProgram.living``; for smooth moments the
+        expected number); otherwise ``subjects_per_group`` of the simulated table.
+        """
+        if self.program is None:
+            return subjects_per_group(frame=self.frame(params), age_groups=self.age_groups)
+        full = self.full_params(params)
+        return self.program.living(np.array([full[name] for name in self.estimated]))
+
     def batch(self, points: Sequence[Mapping[str, float]]) -> np.ndarray:
         """Return the moments at every point (rows), in one program where the model allows."""
         if self.program is None:

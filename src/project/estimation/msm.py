@@ -12,7 +12,13 @@ optimiser cannot converge and finite-difference derivatives are meaningless.
 Derivatives (the optimiser's gradient and the Jacobian G for the standard errors) are central
 finite differences with steps ``relative_step * max(|theta|, 0.1)``. A smooth simulator works
 with the default; a simulator whose moments jump when a simulated subject changes a discrete
-choice needs a step well above those jumps (e.g. 1e-3 to 1e-2).
+choice needs a step well above those jumps (e.g. 1e-3 to 1e-2). A simulator with exact
+derivatives passes ``moments_and_jacobian(params) -> (moments (K,), Jacobian (K, P))`` (the same
+moments as ``simulate_moments``): then G is exact, and an optimiser that uses derivatives
+(``scipy_ls_trf``, ``scipy_lbfgsb``, ...) gets the exact Jacobian of the weighted residuals (or
+the gradient of the criterion) at every point it evaluates, the moments and Jacobian computed in
+one call (a multistart's sampled points too, whose Jacobian it does not need). A
+derivative-free optimiser (``pounders``) simulates the moments alone.
 
 Failures are raised as ``EstimationError``, naming the culprit: invalid inputs, more params than
 moments, simulated moments that are not finite (at the start or during the search), params the
@@ -33,6 +39,8 @@ from typing import Any, Literal
 import numpy as np
 import optimagic as om
 import pandas as pd
+from optimagic.algorithms import ALL_ALGORITHMS
+from optimagic.typing import AggregationLevel
 
 from project.errors import ProjectError
 from project.estimation.errors import EstimationError
@@ -63,6 +71,7 @@ def estimate_msm(
     relative_step: float = DEFAULT_RELATIVE_STEP,
     on_failure: Literal["raise", "warn"] = "raise",
     max_condition: float = MAX_CONDITION,
+    moments_and_jacobian: Callable[[dict[str, float]], tuple[Any, Any]] | None = None,
 ) -> MSMResult:
     """Estimate ``start_params``' params by MSM; see the module docstring for the contract.
 
@@ -71,7 +80,8 @@ def estimate_msm(
     data observations per moment; ``n_simulated``: simulated units behind each simulated
     moment (one number or one per moment; ``inf`` for a moment function without simulation
     noise). ``bounds``: (lower, upper) per param name (missing: unbounded). ``algorithm`` and
-    ``algo_options``: an optimagic algorithm name and its options.
+    ``algo_options``: an optimagic algorithm name and its options. ``moments_and_jacobian``:
+    exact derivatives (module docstring).
     """
     problem = MomentProblem.build(
         data_moments=data_moments,
@@ -88,11 +98,24 @@ def estimate_msm(
         relative_step=relative_step,
         on_failure=on_failure,
     )
-    simulator = CheckedSimulator(simulate_moments=simulate_moments, problem=problem, space=space)
-    simulator(space.start)  # fails early, naming the moments, where the start is infeasible
+    simulator = CheckedSimulator(
+        simulate_moments=simulate_moments,
+        problem=problem,
+        space=space,
+        moments_and_jacobian=moments_and_jacobian,
+    )
+    derivatives = _exact_derivatives(simulator=simulator, algorithm=algorithm)
+    # Fail early, naming the moments, where the start is infeasible (with exact derivatives as
+    # the search will use them: a simulator compiles a program for each kind).
+    if derivatives:
+        simulator.with_jacobian(space.start)
+    else:
+        simulator(space.start)
 
     @om.mark.least_squares
     def weighted_residuals(values: np.ndarray) -> np.ndarray:
+        if derivatives:  # the optimiser asks for the Jacobian next: simulate both at once
+            return problem.residuals(simulator.with_jacobian(values)[0])
         return problem.residuals(simulator(values))
 
     scaling_factor = relative_step / np.sqrt(np.finfo(float).eps)
@@ -113,6 +136,7 @@ def estimate_msm(
         algo_options=None if algo_options is None else dict(algo_options),
         numdiff_options=om.NumdiffOptions(method="central", scaling_factor=scaling_factor),
         multistart=multistart,
+        **derivatives,
     )
     n_optimizer_evaluations = simulator.calls - 1
     estimates = np.asarray(raw.params, dtype=float)
@@ -127,18 +151,21 @@ def estimate_msm(
         if on_failure == "raise":
             raise EstimationError(text)
         logger.warning("%s The result is kept with converged=False.", text)
-    simulated = simulator(estimates)
-    jacobian = _optimagic(
-        om.first_derivative,
-        simulator,
-        estimates,
-        bounds=om_bounds,
-        method="central",
-        scaling_factor=scaling_factor,
-        f0=simulated,
-        error_handling="raise_strict",
-    ).derivative
-    jacobian = np.asarray(jacobian, dtype=float).reshape(problem.n_moments, space.n_params)
+    if simulator.has_jacobian:
+        simulated, jacobian = simulator.with_jacobian(estimates)
+    else:
+        simulated = simulator(estimates)
+        jacobian = _optimagic(
+            om.first_derivative,
+            simulator,
+            estimates,
+            bounds=om_bounds,
+            method="central",
+            scaling_factor=scaling_factor,
+            f0=simulated,
+            error_handling="raise_strict",
+        ).derivative
+        jacobian = np.asarray(jacobian, dtype=float).reshape(problem.n_moments, space.n_params)
     condition = check_identification(
         jacobian=jacobian,
         root=problem.root,
@@ -210,6 +237,42 @@ def estimate_msm(
         simulator.calls,
     )
     return result
+
+
+def _exact_derivatives(*, simulator: CheckedSimulator, algorithm: Any) -> dict[str, Any]:
+    """Return ``fun_and_jac`` for ``om.minimize`` from the exact Jacobian, or nothing.
+
+    Nothing without ``moments_and_jacobian`` or for an optimiser that uses no derivatives; the
+    weighted residuals and their Jacobian R G for a least-squares optimiser; the criterion
+    g' W g and its gradient 2 (R G)' R g for a scalar one.
+    """
+    if not simulator.has_jacobian:
+        return {}
+    info = getattr(ALL_ALGORITHMS.get(algorithm, algorithm), "algo_info", None)
+    if info is None or not info.needs_jac:
+        return {}
+    problem = simulator.problem
+
+    def weighted(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        moments, jacobian = simulator.with_jacobian(values)
+        return problem.residuals(moments), problem.root @ jacobian
+
+    if info.solver_type == AggregationLevel.LEAST_SQUARES:
+        return {"fun_and_jac": om.mark.least_squares(weighted)}
+    if info.solver_type == AggregationLevel.SCALAR:
+
+        @om.mark.scalar
+        def criterion_and_gradient(values: np.ndarray) -> tuple[float, np.ndarray]:
+            residuals, jacobian = weighted(values)
+            return float(residuals @ residuals), 2.0 * jacobian.T @ residuals
+
+        return {"fun_and_jac": criterion_and_gradient}
+    msg = (
+        f"The optimiser {algorithm} works on a {info.solver_type.value} criterion; exact "
+        "derivatives of the MSM criterion serve least-squares optimisers (scipy_ls_trf) and "
+        "scalar ones (scipy_lbfgsb). Choose one of those, or drop moments_and_jacobian."
+    )
+    raise EstimationError(msg)
 
 
 def _check_settings(

@@ -59,7 +59,6 @@ class MomentProgram:
         host = params_on_host(model=model, params=base_params)
         self.base_flat = jnp.asarray(pack_params(host))
         self.positions = jnp.asarray(_positions(host, estimated=estimated))
-        self.pension = float(host["pension"])
         dtype = float_dtype()
         self.savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
         regime, initial = validate_regime_initial_conditions(
@@ -92,8 +91,19 @@ class MomentProgram:
         Forward-mode derivatives (``jax.jacfwd``) of the one program; meaningful for smooth
         moments (``smooth=True``), where the moments are differentiable in the params.
         """
-        moments, jacobian = self._run(np.asarray(values, dtype=float)[None], derivative=True)
+        moments, jacobian, _ = self._run(np.asarray(values, dtype=float)[None], derivative=True)
         return moments[0], jacobian[0]
+
+    def living(self, values: np.ndarray) -> np.ndarray:
+        """Return the simulated subjects alive in each age group at ``values``.
+
+        Drawn moments: the distinct subjects with a living year in the group, counted on the
+        program's panel (what ``subjects_per_group`` counts on the simulated table). Smooth
+        moments: their expected number (alive at the group's first age; death is absorbing),
+        from the Jacobian's program, the one an estimation on smooth moments compiles.
+        """
+        points = np.asarray(values, dtype=float)[None]
+        return self._run(points, derivative=self.smooth is not None)[-1][0]
 
     def _run(self, values: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
         points = jnp.asarray(np.atleast_2d(values), dtype=self.base_flat.dtype)
@@ -152,15 +162,18 @@ class MomentProgram:
             panel = (codes, states, ids, inputs, params, periods, ages, seed)
             table = jnp.concatenate([r for r in reports.values()])
             narrow, runs = table[:, narrow_column].any(), table[:, runs_column].max()
-            return moments(panel, groups), narrow, runs
+            return *moments(panel, groups), narrow, runs
 
         return one
 
     def _moments(self) -> Any:
-        """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth."""
+        """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth.
+
+        It gives the moments and the living subjects of each group (``living``).
+        """
         model = self.model
-        income = _income(model, pension=self.pension)
-        living = jnp.asarray([model.code(r) for r in model.regimes])
+        income = _income(model)
+        living_codes = jnp.asarray([model.code(r) for r in model.regimes])
         if self.smooth is not None:
             totals = build_smooth_totals(model, methods=_methods(model), exit_choice=self.smooth)
 
@@ -168,14 +181,17 @@ class MomentProgram:
                 params = panel[4]
 
                 def record(codes, states, actions, weights, period, age):  # noqa: ANN001, ANN202
-                    alive = jnp.where(jnp.isin(codes, living), weights, 0.0)
+                    alive = jnp.where(jnp.isin(codes, living_codes), weights, 0.0)
                     ratio = states["wealth"] / income(codes, states, actions, params, period, age)
                     value = jnp.where(alive > 0, jnp.log(jnp.where(alive > 0, ratio, 1.0)), 0.0)
                     member = groups[period].astype(alive.dtype)
-                    return member * jnp.sum(alive * value), member * jnp.sum(alive)
+                    before = jnp.where(period > 0, groups[jnp.maximum(period - 1, 0)], False)
+                    first = (groups[period] & ~before).astype(alive.dtype)
+                    alive_now = jnp.sum(alive)
+                    return member * jnp.sum(alive * value), member * alive_now, first * alive_now
 
-                numerator, denominator = totals(*panel, record)
-                return numerator / denominator
+                numerator, denominator, counts = totals(*panel, record)
+                return numerator / denominator, counts
 
             return smooth
         panel_of = build_regime_panel(model, methods=_methods(model))
@@ -187,10 +203,10 @@ class MomentProgram:
             log_ratio = jnp.log(
                 states["wealth"] / per_period(codes, states, actions, params, periods, ages)
             )
-            alive = jnp.isin(codes, living)
+            alive = jnp.isin(codes, living_codes)
             weights = alive[:, :, None] & groups[:, None, :]
             totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
-            return totals / weights.sum(axis=(0, 1))
+            return totals / weights.sum(axis=(0, 1)), weights.any(axis=0).sum(axis=0)
 
         return drawn
 
@@ -207,8 +223,8 @@ def _with_jacobian(one: Any) -> Any:
         pushed = jax.vmap(
             lambda t: jax.jvp(moments, (values,), (t,), has_aux=True), out_axes=(None, 1, None)
         )
-        value, tangents, (narrow, runs) = pushed(basis)
-        return value, tangents, narrow, runs
+        value, tangents, (living, narrow, runs) = pushed(basis)
+        return value, tangents, living, narrow, runs
 
     return with_jacobian
 
@@ -217,11 +233,12 @@ def _methods(model: RegimeModel) -> dict[str, str]:
     return {r: egm_structure(v).method for r, v in model.regimes.items()}
 
 
-def _income(model: RegimeModel, *, pension: float) -> Any:
+def _income(model: RegimeModel) -> Any:
     """Return ``income(codes, states, actions, params, period, age)``: labour income or pension.
 
     For one period's subjects (1-D arrays); retirees (``working`` false) and regimes without
-    ``working`` get the pension.
+    ``working`` get the pension, ``params["pension"]`` (traced like every param, so variants
+    that differ only in params share one compiled program).
     """
     evaluators = {}
     for regime, view in model.regimes.items():
@@ -232,7 +249,7 @@ def _income(model: RegimeModel, *, pension: float) -> Any:
     def income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
         shape = codes.shape
         rows = {**states, **actions}
-        out = jnp.full(shape, pension, dtype=states["wealth"].dtype)
+        out = jnp.full(shape, params["pension"], dtype=states["wealth"].dtype)
         for regime, combined in evaluators.items():
 
             def row(values, combined=combined):  # noqa: ANN001, ANN202

@@ -25,6 +25,9 @@ of that age group; ``n_simulated`` counts the distinct simulated subjects alive 
 start from the variant's initial distribution with their own seed (common random numbers
 across evaluations); the variant's own simulation is not reused, so the estimation's noise is
 independent of the panel the figures show. Float64 throughout (finite differences).
+With ``settings["smooth"]`` the moments are the smooth ones (expectations over the retirement
+choice) and ``estimate_msm`` gets their exact Jacobian (``LifecycleMoments.jacobian``) for the
+search and the standard errors.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ import optimagic as om
 import pandas as pd
 
 from project.estimation.errors import EstimationError
-from project.estimation.lifecycle import LifecycleMoments, subjects_per_group
+from project.estimation.lifecycle import LifecycleMoments
 from project.estimation.msm import estimate_msm
 from project.estimation.result import MSMResult
 from project.model.spec import Model
@@ -137,11 +140,12 @@ def estimate_variant(
             age_groups=groups,
             estimated=tuple(settings["estimated"]),
             compiled=bool(settings.get("compiled", True)),
+            smooth=bool(settings.get("smooth", False)),
         )
         # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
         # path, and on this objective the optimum it reaches, depends on the order of the params.
         start = {name: float(settings["start"][name]) for name in settings["estimated"]}
-        n_simulated = subjects_per_group(frame=simulator.frame(start), age_groups=groups)
+        n_simulated = simulator.living_subjects(start)
         common = {
             "simulate_moments": simulator,
             "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
@@ -155,6 +159,7 @@ def estimate_variant(
             "algo_options": settings["algo_options"],
             "relative_step": float(settings["relative_step"]),
             "on_failure": "warn",
+            "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
         }
         options = _multistart(int(settings["n_starts"]), seed=int(settings["seed"]))
         searches = {"from the start": estimate_msm(**common, multistart=False)}
