@@ -33,7 +33,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _measure import child_parser, emit_result, print_table, run_child, write_json
-from estimation_speed import setup, versions
+from estimation_speed import estimation_moments, setup, versions
 
 SEARCHES = {
     "drawn": {},
@@ -48,7 +48,6 @@ def search(kind: str, *, moments_file: str) -> dict[str, Any]:
     import pandas as pd  # noqa: PLC0415
 
     from project.config import VARIANTS  # noqa: PLC0415
-    from project.estimation.lifecycle import LifecycleMoments  # noqa: PLC0415
     from project.estimation.variant import estimate_variant  # noqa: PLC0415
 
     model, specification, settings, initial = setup()
@@ -64,15 +63,7 @@ def search(kind: str, *, moments_file: str) -> dict[str, Any]:
     result = outcome.result
     criteria = {}
     for smooth in (False, True):
-        moments = LifecycleMoments(
-            model=model,
-            base_params=specification["params"],
-            initial_conditions=initial,
-            seed=settings.seed + 1,
-            age_groups=[tuple(g) for g in settings.age_groups],
-            estimated=settings.estimated,
-            smooth=smooth,
-        )
+        moments = estimation_moments(model, specification, settings, initial, smooth=smooth)
         gap = moments(result.params) - result.data_moments
         criteria["smooth" if smooth else "drawn"] = float(gap @ result.weighting @ gap)
     return {

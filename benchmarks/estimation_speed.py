@@ -212,9 +212,24 @@ def time_estimation(
     }
 
 
-def run_single(config: dict[str, Any]) -> None:
+def estimation_moments(
+    model: Any, specification: dict, settings: Any, initial: Any, **options: Any
+) -> Any:
+    """Return the estimation's ``LifecycleMoments`` (its seed, groups, params; ``options``)."""
     from project.estimation.lifecycle import LifecycleMoments  # noqa: PLC0415
 
+    return LifecycleMoments(
+        model=model,
+        base_params=specification["params"],
+        initial_conditions=initial,
+        seed=settings.seed + 1,
+        age_groups=[tuple(g) for g in settings.age_groups],
+        estimated=settings.estimated,
+        **options,
+    )
+
+
+def run_single(config: dict[str, Any]) -> None:
     model, specification, settings, initial = setup()
     kind, warm = config["kind"], config["warm"]
     import project  # noqa: PLC0415
@@ -226,13 +241,11 @@ def run_single(config: dict[str, Any]) -> None:
     elif kind == "estimate":
         result |= time_estimation(model, specification, settings, moments_file=config["moments"])
     else:
-        simulator = LifecycleMoments(
-            model=model,
-            base_params=specification["params"],
-            initial_conditions=initial,
-            seed=settings.seed + 1,
-            age_groups=[tuple(g) for g in settings.age_groups],
-            estimated=settings.estimated,
+        simulator = estimation_moments(
+            model,
+            specification,
+            settings,
+            initial,
             compiled=kind != "table",
             smooth=kind in ("smooth", "gradient"),
         )
