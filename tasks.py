@@ -1,14 +1,18 @@
 """The pipeline, declared: which task consumes which product. No logic lives here.
 
-Per variant (see ``VARIANTS`` in src/project/config.py):
+Once, on the status quo (``STATUS_QUO``): ``define_estimation_model`` writes its specification
+before estimation to ``<bld>/<status quo>/estimation_model.json``; ``estimate`` estimates its
+preferences from the SCF by MSM into ``<bld>/<status quo>/estimation/``.
 
-- ``define_model`` writes the full model specification to ``<bld>/<variant>/model.json``;
+Per variant (see ``VARIANTS`` in src/project/config.py), every one at those estimates:
+
+- ``define_model`` writes the full model specification, the estimated preferences in place of
+  the calibrated ones, to ``<bld>/<variant>/model.json``;
 - ``solve`` solves it (by DC-EGM where its sizes give a savings grid, else by grid search) into
   ``<bld>/<variant>/solution/`` (declared through its marker);
 - ``simulate`` writes the simulation bundle to ``<bld>/<variant>/simulation/``; the default
   variant's table is also copied to ``<bld>/simulated_data.arrow``;
 - ``calibrate`` reweights the simulated subjects to ``data/targets.csv``;
-- ``estimate`` (variants with ``estimate=True``) estimates preferences from the SCF by MSM;
 - the ``plot_*`` tasks write ``<bld>/figures/``.
 
 Once: ``prepare_data`` turns the vendored real data into ``<bld>/data/``. Across variants: the
@@ -42,6 +46,7 @@ from project.config import (
     GRID_CHECK,
     PAPER,
     ROOT,
+    STATUS_QUO,
     VALIDATION_FACTORS,
     VARIANTS,
 )
@@ -72,6 +77,7 @@ from project.task_sources import (
     DATA_SOURCES,
     ENGINE_SOURCES,
     ESTIMATE_SOURCES,
+    ESTIMATES_READER_SOURCES,
     ESTIMATION_REPORT_SOURCES,
     FIGURE_SOURCES,
     MODEL_SOURCES,
@@ -131,26 +137,81 @@ def _table_paths(stem: str) -> dict[str, Path]:
     return paths
 
 
+def _model_fields(name: str) -> dict[str, object]:
+    """Return what a variant's specification is made of (hashed: an edit reruns its chain)."""
+    fields = {k: v for k, v in asdict(VARIANTS[name]).items() if k != "simulation"}
+    return fields | {"female_share": DATA.female_share}  # mixes the life table's survival
+
+
+ESTIMATION_DIR = BLD / STATUS_QUO / "estimation"
+ESTIMATION_MARKER = directory_product(ESTIMATION_DIR / MARKER_NAME)
+ESTIMATION_MODEL = BLD / STATUS_QUO / "estimation_model.json"
+
+
+@task(kwargs={"variant_json": _hashed(_model_fields(STATUS_QUO))})
+def task_define_estimation_model(
+    variant_json: str,
+    model_sources: list[Path] = source_files(MODEL_SOURCES),
+    pipeline_source: Path = PIPELINE_SOURCE,
+    life_table_file: Path = vendored_path("us_life_table"),
+    data_sources: list[Path] = source_files(DATA_SOURCES),
+    produces: Path = ESTIMATION_MODEL,
+) -> None:
+    """Write the status quo's specification before estimation: the estimation's model."""
+    from project.pipeline import variant_specification, write_json_if_changed
+
+    specification = variant_specification(VARIANTS[json.loads(variant_json)["name"]])
+    write_json_if_changed(content=specification, path=produces)
+
+
+@task(
+    kwargs={
+        "settings_json": _hashed(asdict(ESTIMATION)),
+        "distribution_json": _hashed(VARIANTS[STATUS_QUO].simulation.initial_distribution),
+    },
+)
+def task_estimate(
+    settings_json: str,
+    distribution_json: str,
+    specification_file: Path = ESTIMATION_MODEL,
+    moments_file: Path = DATA_PRODUCTS["moments"],
+    sources: list[Path] = source_files(ESTIMATE_SOURCES),
+    produces: Path = ESTIMATION_MARKER,
+) -> None:
+    """Estimate the status quo's preferences from the SCF moments by MSM (once)."""
+    from project.pipeline import estimate_variant_into, read_specification
+
+    estimate_variant_into(
+        specification=read_specification(specification_file),
+        moments_file=moments_file,
+        initial_distribution=json.loads(distribution_json),
+        settings=json.loads(settings_json),
+        directory=produces.parent,
+        sources=sources,
+    )
+
+
 for variant in VARIANTS.values():
     variant_dir = BLD / variant.name
 
-    model_fields = {k: v for k, v in asdict(variant).items() if k not in {"simulation", "estimate"}}
-    model_fields["female_share"] = DATA.female_share  # mixes the life table's survival
-
-    @task(id=variant.name, kwargs={"variant_json": _hashed(model_fields)})
+    @task(id=variant.name, kwargs={"variant_json": _hashed(_model_fields(variant.name))})
     def task_define_model(
         variant_json: str,
+        estimation_marker: Path = ESTIMATION_MARKER,
         model_sources: list[Path] = source_files(MODEL_SOURCES),
         pipeline_source: Path = PIPELINE_SOURCE,
+        estimation_sources: list[Path] = source_files(ESTIMATES_READER_SOURCES),
         life_table_file: Path = vendored_path("us_life_table"),
         data_sources: list[Path] = source_files(DATA_SOURCES),
         produces: Path = variant_dir / "model.json",
     ) -> None:
-        """Write the variant's model specification (only when it changed)."""
-        from project.pipeline import variant_specification, write_json_if_changed
+        """Write the variant's model specification at the estimates (only when it changed)."""
+        from project.pipeline import estimated_params, variant_specification, write_json_if_changed
 
-        variant_fields = json.loads(variant_json)
-        specification = variant_specification(VARIANTS[variant_fields["name"]])
+        specification = variant_specification(
+            VARIANTS[json.loads(variant_json)["name"]],
+            estimates=estimated_params(estimation_marker.parent),
+        )
         write_json_if_changed(content=specification, path=produces)
 
     @task(id=variant.name)
@@ -220,35 +281,6 @@ for variant in VARIANTS.values():
             variant=variant_name,
         )
         save_calibration(outcome, directory=produces.parent)
-
-    if variant.estimate:
-
-        @task(
-            id=variant.name,
-            kwargs={
-                "settings_json": _hashed(asdict(ESTIMATION)),
-                "distribution_json": _hashed(variant.simulation.initial_distribution),
-            },
-        )
-        def task_estimate(
-            settings_json: str,
-            distribution_json: str,
-            specification_file: Path = variant_dir / "model.json",
-            moments_file: Path = DATA_PRODUCTS["moments"],
-            sources: list[Path] = source_files(ESTIMATE_SOURCES),
-            produces: Path = directory_product(variant_dir / "estimation" / MARKER_NAME),
-        ) -> None:
-            """Estimate the variant's preferences from the SCF moments by MSM."""
-            from project.pipeline import estimate_variant_into, read_specification
-
-            estimate_variant_into(
-                specification=read_specification(specification_file),
-                moments_file=moments_file,
-                initial_distribution=json.loads(distribution_json),
-                settings=json.loads(settings_json),
-                directory=produces.parent,
-                sources=sources,
-            )
 
     @task(id=variant.name)
     def task_plot_policy_functions(
@@ -331,11 +363,7 @@ def task_prepare_data(
     prepare_data(settings=json.loads(settings_json), products=produces)
 
 
-ESTIMATION_MARKERS = {
-    v: directory_product(BLD / v / "estimation" / MARKER_NAME)
-    for v, variant in VARIANTS.items()
-    if variant.estimate
-}
+ESTIMATION_MARKERS = {STATUS_QUO: ESTIMATION_MARKER}
 BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
 SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
@@ -472,10 +500,11 @@ def task_welfare(
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
+    estimation_marker: Path = ESTIMATION_MARKER,
     sources: list[Path] = source_files(WELFARE_SOURCES),
     produces: Path = RESULTS["welfare"],
 ) -> None:
-    """Measure the pension cut's welfare effect as a consumption equivalent."""
+    """Measure the pension cut's welfare effect as a consumption equivalent, with its s.e."""
     from project.analysis.welfare import write_welfare
     from project.pipeline import read_specification
     from project.provenance import product_provenance
@@ -485,6 +514,7 @@ def task_welfare(
         specifications=specifications,
         solution_directories={v: m.parent for v, m in solution_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
+        estimation_directory=estimation_marker.parent,
         path=produces,
         provenance=product_provenance(config=specifications),
     )
@@ -530,7 +560,8 @@ def task_compile_paper(
 
 CATALOGUE = {
     "simulated_data.arrow": "The default variant's simulated panel (one row per subject and year).",
-    "*/model.json": "A variant's full specification: model, grid sizes and points, params.",
+    "*/model.json": "A variant's full specification at the estimates: model, grids, params.",
+    "*/estimation_model.json": "The status quo's specification before estimation (its input).",
     "*/solution": "A variant's solution (orbax checkpoint, metadata, marker with digests).",
     "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
     "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",

@@ -511,6 +511,8 @@ def test_save_and_load_roundtrip(tmp_path, at_bound):
     pd.testing.assert_frame_equal(saved.moments, at_bound.to_frame(table="moments"))
     assert saved.warnings == outcome.warnings
     assert saved.summary["variant"] == "baseline"
+    assert saved.params == at_bound.params
+    np.testing.assert_array_equal(saved.covariance, at_bound.covariance)
     assert saved.summary["provenance"]["fingerprint"] == "f"
     assert saved.summary["provenance"]["seed"] == "3"
     for name in ("estimates", "moments"):
@@ -769,3 +771,13 @@ def test_a_start_that_does_not_match_the_estimated_params_is_refused_before_any_
             initial_distribution={},
             settings=settings,
         )
+
+
+def test_an_estimate_saved_without_its_covariance_is_refused(tmp_path, at_bound):
+    save_estimation(outcome_of(at_bound), directory=tmp_path / "est")
+    saved = load_estimation(tmp_path / "est")
+    older = dataclasses.replace(
+        saved, summary={k: v for k, v in saved.summary.items() if k != "covariance"}
+    )
+    with pytest.raises(CheckpointError, match="no covariance of"):
+        older.covariance  # noqa: B018

@@ -9,10 +9,14 @@ from project.analysis.welfare import (
     consumption_equivalent,
     consumption_utility,
     initial_values,
+    lambdas_at,
     scaled_params,
     simulated_consumption_utility,
     welfare_effect,
+    welfare_numbers,
+    welfare_uncertainty,
 )
+from project.estimation.variant import precision
 from project.models import lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
 
@@ -44,17 +48,20 @@ def test_scaled_params_divide_only_non_consumption_utility():
     assert scaled == {"disutility_of_work": [0.1, 0.3], "taste_shock_scale": 0.005, "crra": 2.0}
 
 
+SIZES = {
+    "n_wealth": 12,
+    "n_consumption": 12,
+    "n_periods": 6,
+    "start_age": 64,
+    "n_savings": 40,
+    "taste_shocks": True,
+    "survival": "life_table",
+}
+
+
 @pytest.fixture(scope="module")
 def model():
-    return lifecycle_regimes.build_model(
-        n_wealth=12,
-        n_consumption=12,
-        n_periods=6,
-        start_age=64,
-        n_savings=40,
-        taste_shocks=True,
-        survival="life_table",
-    )
+    return lifecycle_regimes.build_model(**SIZES)
 
 
 def states_of(wealth, *, pref_type="work_loving"):
@@ -137,3 +144,78 @@ def test_consumption_utility_matches_the_simulated_one(model):
     # The work disutility is not consumption: C differs from V by more than the noise.
     value = initial_values(solution=solution, states=first).mean()
     assert abs(value - exact) > 10 * error
+
+
+def test_the_delta_method_carries_each_estimate_s_variance_through_both_variants(model):
+    """se(lambda) = |d lambda / d crra| sd(crra) when only crra is uncertain, the slope from an
+    independent, wider difference of lambda (both variants re-solved); zero covariance, zero s.e."""
+    base = lifecycle_regimes.params_for(model) | {"taste_shock_scale": 0.05}
+    counterfactual = base | {"pension": 0.8 * base["pension"]}
+    states = pd.concat([states_of([1.0, 3.0]), states_of([2.0, 4.0], pref_type="leisure_loving")])
+    states = states.reset_index(drop=True)
+    estimates = {"crra": float(base["crra"]), "beta": float(base["beta"])}
+    sigma = 0.1
+    arguments = {
+        "specification": {"model": "lifecycle_regimes", "sizes": SIZES},
+        "base_params": base,
+        "counterfactual_params": counterfactual,
+        "states": states,
+        "estimates": estimates,
+    }
+    result = welfare_uncertainty(**arguments, covariance=np.diag([sigma**2, 0.0]))
+    step = 0.02
+    with precision(x64=True):
+        sides = [
+            lambdas_at(
+                model=lifecycle_regimes.build_model(**SIZES),
+                base_params=base | {"crra": estimates["crra"] + sign * step},
+                counterfactual_params=counterfactual | {"crra": estimates["crra"] + sign * step},
+                states=states,
+            )
+            for sign in (1, -1)
+        ]
+    slope = (sides[0]["all"] - sides[1]["all"]) / (2 * step)
+    assert abs(slope) > 1e-4  # risk aversion moves the cut's cost
+    assert result["lambda_gradient"]["crra"] == pytest.approx(slope, rel=2e-2)
+    assert result["lambda_se"] == pytest.approx(sigma * abs(slope), rel=2e-2)
+    slope_by_type = (sides[0]["leisure_loving"] - sides[1]["leisure_loving"]) / (2 * step)
+    assert result["lambda_se_by_type"]["leisure_loving"] == pytest.approx(
+        sigma * abs(slope_by_type), rel=2e-2
+    )
+    both = welfare_uncertainty(**arguments, covariance=np.diag([sigma**2, 1e-4]))
+    assert both["lambda_se"] > result["lambda_se"]  # beta's variance adds to it
+    none = welfare_uncertainty(**arguments, covariance=np.zeros((2, 2)))
+    assert none["lambda_se"] == 0.0
+
+
+def test_the_delta_method_refuses_params_other_than_the_estimates(model):
+    base = lifecycle_regimes.params_for(model)
+    with pytest.raises(ValueError, match=r"differ from the estimates in \['crra'\]"):
+        welfare_uncertainty(
+            specification={"model": "lifecycle_regimes", "sizes": SIZES},
+            base_params=base,
+            counterfactual_params=base | {"crra": 2.5},
+            states=states_of([1.0]),
+            estimates={"crra": float(base["crra"])},
+            covariance=np.eye(1),
+        )
+
+
+def test_welfare_numbers_print_the_interval_from_the_standard_error():
+    numbers = welfare_numbers(
+        {
+            "lambda": -0.02,
+            "lambda_se": 0.005,
+            "lambda_by_type": {"work_loving": -0.01},
+            "lambda_se_by_type": {"work_loving": 0.001},
+            "value_difference": -0.25,
+        }
+    )
+    assert numbers["lambda"] == "\u22122.00 %"
+    assert numbers["lambda_se"] == "0.50 %"
+    assert numbers["lambda_ci"] == "[\u22122.98 %, \u22121.02 %]"
+    assert numbers["lambda_work_loving_ci"] == "[\u22121.20 %, \u22120.80 %]"
+    tiny = welfare_numbers(
+        {"lambda": -0.02, "lambda_se": 1e-5, "lambda_by_type": {}, "value_difference": 0.0}
+    )
+    assert tiny["lambda_se"] == "< 0.01 %"

@@ -66,8 +66,9 @@ class Variant:
     ``taste_shocks`` (EV1 shocks on the retirement choice, whose ``taste_shock_scale`` defaults
     to ``project.models.DEFAULT_TASTE_SHOCK_SCALES``; ``params`` may override it) and, for
     ``lifecycle_regimes``, ``survival`` ("life_table": the SSA table's probabilities of the
-    model's ages). ``estimate``: whether the pipeline estimates its preferences from the SCF;
-    only the status quo does (a counterfactual changes policy, never preferences).
+    model's ages). Preferences are estimated once, on the status quo (``STATUS_QUO``), and
+    every variant is solved at those estimates: ``params`` may change policy, never an
+    estimated preference (``ESTIMATION.estimated``).
     """
 
     name: str
@@ -77,7 +78,6 @@ class Variant:
     log_level: str = "progress"
     x64: bool = False
     simulation: SimulationSettings = field(default_factory=SimulationSettings)
-    estimate: bool = True
 
     def __post_init__(self) -> None:
         """Refuse names that are no safe identifiers (they become paths under ``bld/``)."""
@@ -225,6 +225,9 @@ VALIDATION_FACTORS: tuple[int, ...] = (2, 4) if PROFILE == "default" else (2,)
 (``project.analysis.validation``)."""
 
 DEFAULT_VARIANT = "baseline"
+STATUS_QUO = DEFAULT_VARIANT
+"""The variant whose preferences the pipeline estimates from the SCF (the policy the surveyed
+households lived under); every variant, this one included, is then solved at the estimates."""
 GRID_CHECK = "baseline_grid"
 """The variant that solves the baseline by grid search (the validation compares it)."""
 
@@ -233,17 +236,11 @@ VARIANTS: dict[str, Variant] = {
     for variant in (
         Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
         # A counterfactual policy: the SCF households lived under the actual pension, so their
-        # preferences are estimated once, on the status quo (the baseline), never again here.
-        Variant(
-            name="low_pension",
-            sizes=SIZES,
-            simulation=SIMULATION,
-            params={"pension": 0.3},
-            estimate=False,
-        ),
+        # preferences are estimated once, on the status quo, and kept here.
+        Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION, params={"pension": 0.3}),
         # The baseline solved by grid search: a cross-check of DC-EGM, not an economic variant
         # (left out of the smoke profile, which must build in seconds).
-        Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION, estimate=False),
+        Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION),
     )
     if PROFILE == "default" or variant.name != GRID_CHECK
 }

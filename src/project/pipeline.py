@@ -47,18 +47,52 @@ from project.taste_shocks import TASTE_SHOCK_SCALE
 logger = logging.getLogger("project.pipeline")
 
 
-def variant_specification(variant: Variant) -> dict[str, Any]:
-    """Return the complete, JSON-serialisable specification of a variant's model and params."""
+def variant_specification(
+    variant: Variant, *, estimates: Mapping[str, float] | None = None
+) -> dict[str, Any]:
+    """Return the complete, JSON-serialisable specification of a variant's model and params.
+
+    ``estimates`` (the status quo's estimated preferences, ``estimated_params``) replace the
+    calibrated values of those params and are listed under ``"estimated"``; without them (the
+    estimation's own input) ``"estimated"`` is empty. A variant that sets an estimated param in
+    its own ``params`` is refused: a counterfactual changes policy, never preferences.
+    """
     model = build_variant_model(model=variant.model, sizes=variant.sizes)
+    params = variant_params(variant=variant, model=model)
+    estimates = dict(estimates or {})
+    overridden = sorted(set(estimates) & set(variant.params))
+    if overridden:
+        msg = (
+            f"Variant {variant.name!r} sets {overridden} in its params, but the pipeline "
+            "estimates them once, on the status quo, and solves every variant at the estimates "
+            "(a counterfactual changes policy, never preferences). Remove them from its params "
+            "in src/project/config.py."
+        )
+        raise ConfigurationError(msg)
+    unknown = sorted(set(estimates) - set(params))
+    if unknown:
+        msg = (
+            f"The estimates name {unknown}, which model {variant.model!r} of variant "
+            f"{variant.name!r} lacks; it has {sorted(params)}. Fix ESTIMATION.estimated in "
+            "src/project/config.py."
+        )
+        raise ConfigurationError(msg)
+    params |= {name: float(value) for name, value in estimates.items()}
     return {
         "name": variant.name,
         "model": variant.model,
         "sizes": dict(sorted(variant.sizes.items())),
-        "params": variant_params(variant=variant, model=model),
+        "params": dict(sorted(params.items())),
+        "estimated": sorted(estimates),
         "log_level": variant.log_level,
         "x64": variant.x64,
         "description": model.describe(),
     }
+
+
+def estimated_params(directory: Path) -> dict[str, float]:
+    """Return the estimates saved in the estimation product ``directory`` (verified), by name."""
+    return load_estimation(Path(directory)).params
 
 
 def variant_params(*, variant: Variant, model: Model) -> dict[str, Any]:

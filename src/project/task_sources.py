@@ -72,6 +72,8 @@ ESTIMATE_SOURCES = [
     PIPELINE_SOURCE,
 ]
 """What the estimation task depends on and its fingerprint hashes (it solves and simulates)."""
+ESTIMATES_READER_SOURCES = [*_modules("estimation"), *PERSIST_SOURCES]
+"""What reading the estimates back runs (``project.pipeline.estimated_params``)."""
 ESTIMATION_REPORT_SOURCES = [
     *_files("analysis/estimation.py", "analysis/tables.py"),
     *ANALYSIS_BASE,
@@ -83,7 +85,12 @@ VALIDATION_SOURCES = [
     *PERSIST_SOURCES,
     PIPELINE_SOURCE,
 ]
-WELFARE_SOURCES = [*_files("analysis/welfare.py"), *SIMULATION_SOURCES, *SOLVE_SOURCES]
+WELFARE_SOURCES = [
+    *_files("analysis/welfare.py"),
+    *_modules("estimation"),
+    *SIMULATION_SOURCES,
+    *SOLVE_SOURCES,
+]
 NUMBERS_SOURCES = [*_files("analysis/numbers.py", "analysis/estimation.py"), *TABLE_SOURCES]
 PAPER_SOURCES = [
     *(PAPER / name for name in ("paper.typ", "template.typ", "references.bib")),

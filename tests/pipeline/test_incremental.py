@@ -14,11 +14,12 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from project.analysis.paper import paper_headings
-from project.config import GRID_CHECK, VARIANTS
+from project.config import GRID_CHECK, STATUS_QUO, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
@@ -44,8 +45,9 @@ BLD = Path("bld/smoke")
 PAPER_PDF = BLD / "paper" / "paper.pdf"
 ALL_VARIANTS = tuple(name for name in VARIANTS if name != GRID_CHECK)
 """baseline and low_pension: the smoke profile leaves out the grid-search check."""
-ESTIMATED = tuple(name for name, variant in VARIANTS.items() if variant.estimate)
-"""The variants whose preferences the pipeline estimates: the status quo only."""
+ESTIMATED = (STATUS_QUO,)
+"""The variant whose preferences the pipeline estimates: the status quo only."""
+ESTIMATION_TASKS = {"task_define_estimation_model", "task_estimate"}
 
 
 def copy_project(target: Path) -> Path:
@@ -239,6 +241,42 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     assert "paper/paper.pdf" in index and "![" in index
 
 
+def test_every_product_downstream_of_the_estimation_uses_the_estimates(serial_build):
+    """Read back each variant's model, solution, simulation, the parameter table and the
+    welfare measure: every preference the pipeline estimates is the estimate, everywhere."""
+    from project.analysis.notation import ESTIMATED_MARK
+    from project.estimation.products import load_estimation
+    from project.persist.solution import read_metadata
+
+    root, _, _ = serial_build
+    bld = root / BLD
+    saved = load_estimation(bld / STATUS_QUO / "estimation")
+    estimates = saved.params
+    assert sorted(estimates) == sorted(saved.summary["settings"]["estimated"]) == ["beta"]
+    before = json.loads((bld / STATUS_QUO / "estimation_model.json").read_text())
+    assert before["estimated"] == []
+    assert any(before["params"][k] != v for k, v in estimates.items())  # estimation moved them
+    for variant in ALL_VARIANTS:
+        specification = json.loads((bld / variant / "model.json").read_text())
+        assert specification["estimated"] == sorted(estimates)
+        assert {k: specification["params"][k] for k in estimates} == estimates, variant
+        for product in ("solution", "simulation"):  # saved at the variant's precision
+            recorded = json.loads((bld / variant / product / "metadata.json").read_text())
+            for name, value in estimates.items():
+                saved = np.float32(recorded["params"][name])
+                assert saved == np.float32(value), (variant, product, name)
+        read_metadata(bld / variant / "solution")  # and the solution's metadata is intact
+    table = (bld / "tables/parameters.md").read_text()
+    for name, value in estimates.items():
+        rows = [line for line in table.splitlines() if ESTIMATED_MARK in line]
+        assert len(rows) == len(estimates)
+        assert any(f"| {value:g} | {value:g} |" in row for row in rows), (name, table)
+    welfare = json.loads((bld / "results/welfare.json").read_text())
+    assert welfare["values"]["estimated_params"] == estimates
+    assert welfare["lambda_se"] > 0
+    assert ESTIMATED_MARK in (bld / "tables/parameters.typ").read_text()
+
+
 def _leaves(tree: object, prefix: str = "") -> dict[str, object]:
     if isinstance(tree, dict):
         return {
@@ -356,8 +394,10 @@ def test_incremental_contract(serial_build):
     edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
     tables = product_digests(root)
     ran = executed(build(root))
-    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {
-        f"task_estimate[{v}]" for v in ESTIMATED
+    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {"task_estimate"} | {
+        # the estimates' product records the new fingerprint: the models are read again
+        f"task_define_model[{v}]"
+        for v in ALL_VARIANTS
     } | {
         "task_estimation_report",
         "task_validate_solution_method",
@@ -388,11 +428,11 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     """Build the model, solve and simulate chains of every variant on a dask LocalCluster."""
     _, _, serial_digests = serial_build
     root = copy_project(tmp_path / "project")
-    chains = "define_model or solve or simulate"
+    chains = "prepare_data or estimat or define_model or solve or simulate"
     outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
     assert executed(outcomes) == {
         f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate") for v in ALL_VARIANTS
-    }
+    } | ESTIMATION_TASKS | {"task_prepare_data", "task_estimation_report"}
     parallel_digests = product_digests(root)
     assert parallel_digests
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}
@@ -445,7 +485,7 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
         "task_compile_paper",
         "task_calibrate[baseline]",
         "task_plot_variant_comparison",
-        "task_estimate[baseline]",
+        "task_estimate",
     } <= ran
     assert product_digests(root) == before
     assert hidden_entries(root) == []

@@ -15,7 +15,7 @@ import pytest
 from project.analysis.profiles import is_retired
 from project.calibration.panel import living_rows
 from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
-from project.errors import ParamsError
+from project.errors import ConfigurationError, ParamsError
 from project.models import DEFAULT_TASTE_SHOCK_SCALES
 from project.persist import save_bundle
 from project.pipeline import (
@@ -248,3 +248,27 @@ def test_the_slurm_backend_fails_at_once_without_sbatch():
     assert result.returncode != 0
     assert "ConfigurationError: --parallel-backend custom starts SLURM jobs" in result.stderr
     assert "`sbatch` is not on PATH" in result.stderr
+
+
+def test_the_estimates_replace_the_calibrated_preferences_and_are_listed():
+    estimates = {"crra": 3.25, "beta": 0.9625}
+    for name in sorted(VARIANTS):
+        calibrated = variant_specification(VARIANTS[name])
+        specification = variant_specification(VARIANTS[name], estimates=estimates)
+        assert calibrated["estimated"] == []
+        assert specification["estimated"] == ["beta", "crra"]
+        assert {k: specification["params"][k] for k in estimates} == estimates
+        others = {k: v for k, v in specification["params"].items() if k not in estimates}
+        assert others == {k: v for k, v in calibrated["params"].items() if k not in estimates}
+
+
+def test_a_counterfactual_that_changes_an_estimated_preference_is_refused():
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], name="impatient", params={"beta": 0.9})
+    with pytest.raises(ConfigurationError, match=r"'impatient' sets \['beta'\].*never preferences"):
+        variant_specification(variant, estimates={"beta": 0.97})
+    assert variant_specification(variant)["params"]["beta"] == 0.9  # no estimates: allowed
+
+
+def test_an_estimate_of_a_param_the_model_lacks_is_refused():
+    with pytest.raises(ConfigurationError, match=r"name \['risk'\].*ESTIMATION.estimated"):
+        variant_specification(VARIANTS[DEFAULT_VARIANT], estimates={"risk": 2.0})

@@ -58,10 +58,24 @@ def type_name(label: object) -> str:
     return style.type_label(str(label))
 
 
-def parameter_label(name: str) -> Symbol:
-    """Return a parameter's description followed by its symbol, in every format's markup."""
+ESTIMATED_MARK = " (estimated)"
+"""Appended to the label of a parameter the pipeline estimated (the parameter table)."""
+
+
+def parameter_label(name: str, *, estimated: bool = False) -> Symbol:
+    """Return a parameter's description followed by its symbol, in every format's markup.
+
+    ``estimated``: mark it as estimated (``ESTIMATED_MARK``), not calibrated.
+    """
     notation = PARAMETERS.get(name) or Notation(_capitalised(name))
-    return described(notation.description, notation=notation)
+    label = described(notation.description, notation=notation)
+    if not estimated:
+        return label
+    return Symbol(
+        text=label.text + ESTIMATED_MARK,
+        latex=label.latex + ESTIMATED_MARK,
+        typst=label.typst + ESTIMATED_MARK,
+    )
 
 
 def described(text: str, *, notation: Notation) -> Symbol:

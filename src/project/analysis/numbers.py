@@ -285,20 +285,39 @@ def paper_numbers(
 
 
 def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
-    """Return the abstract's and the counterfactual section's sentences on welfare."""
+    """Return the abstract's and the counterfactual section's sentences on welfare.
+
+    With the delta-method standard errors of ``welfare`` (``lambda_se``), both say how precise
+    λ is given the estimated preferences.
+    """
     overall = float(welfare["lambda"])
     size = percent(abs(overall), decimals=2)
     verb = "loss" if overall < 0 else "gain"
+    printed = welfare.get("numbers", {})
     by_type = "; ".join(
         f"{type_name(t).lower()} households {percent(v, decimals=2)}"
+        + (f" (s.e. {printed[f'lambda_{t}_se']})" if f"lambda_{t}_se" in printed else "")
         for t, v in welfare["lambda_by_type"].items()
     )
-    return {
-        "abstract": f"The cut is a welfare {verb} worth {size} of consumption in every period "
-        "and state.",
-        "sentence": f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)} "
-        f"({by_type}).",
-    }
+    abstract = f"The cut is a welfare {verb} worth {size} of consumption in every period and state"
+    sentence = f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)}"
+    if "lambda_se" in printed:
+        error = printed["lambda_se"]
+        abstract += f" (standard error {error}, from the estimated preferences)"
+        sentence += (
+            f" (standard error {error}; {percent(CONFIDENCE, decimals=0)} interval "
+            f"{printed['lambda_ci']}), the standard error carrying the sampling uncertainty of "
+            "the estimated preferences by the delta method"
+        )
+    sentence += f". By type: {by_type}."
+    at_bound = welfare.get("values", {}).get("params_at_bound", [])
+    if "lambda_se" in printed and at_bound:
+        names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
+        sentence += (
+            f" The estimate of {names} lies at a bound of its search interval, so these "
+            "standard errors and the interval are not valid."
+        )
+    return {"abstract": abstract + ".", "sentence": sentence}
 
 
 def robustness_sentence(

@@ -88,7 +88,11 @@ SUMMARISED_SIZES = frozenset(
     | {"taste_shocks", "survival"}
 )
 """Sizes shown in the ages, grid, taste-shock and survival rows of the parameter table."""
-PARAMETER_CAPTION = "Model parameters, grid sizes and solution method by variant."
+PARAMETER_CAPTION = (
+    "Model parameters, grid sizes and solution method by variant. Parameters marked estimated "
+    "are the status quo's MSM estimates of the estimates table, the same in every variant; the "
+    "others are calibrated."
+)
 ALL_TYPES = "All"
 RETIREMENT_AGE = "Retirement age"
 
@@ -276,9 +280,10 @@ def _parameter_rows(specifications: list[Mapping[str, Any]]) -> list[tuple[Cell,
     shown = [n for n in PARAMETERS if n in names and n != SURVIVAL] + sorted(
         names - set(PARAMETERS)
     )
+    estimated = {name for spec in specifications for name in spec.get("estimated", ())}
     for name in shown:
         add(
-            parameter_label(name),
+            parameter_label(name, estimated=name in estimated),
             [_param_value(name, p, s) for p, s in zip(params, sizes, strict=True)],
         )
     add(parameter_label(SURVIVAL), [_survival(p, s) for p, s in zip(params, sizes, strict=True)])

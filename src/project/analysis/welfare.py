@@ -24,6 +24,12 @@ central differences (four solves of the baseline). Expectations over the initial
 average V at the simulated panel's first-period states (the same draws in both variants);
 λ by type uses the type's households. ``simulated_consumption_utility`` is the Monte-Carlo
 counterpart from the panel's consumption, a check of ``C``.
+
+Uncertainty: both variants are solved at the status quo's estimated preferences θ̂, so λ is a
+function of θ̂. ``welfare_uncertainty`` carries the estimates' sampling covariance Σ into λ by
+the delta method: ``se(λ) = sqrt(g' Σ g)`` with ``g = dλ/dθ`` by central differences (both
+variants and C solved again at θ̂ ± h for each estimated param, in float64, ``h`` a
+``relative_step`` of the param), overall and by type.
 """
 
 from __future__ import annotations
@@ -38,6 +44,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from project.estimation.products import load_estimation
+from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
 from project.pipeline import build_variant_model, load_variant_solution
@@ -49,6 +57,12 @@ logger = logging.getLogger("project.analysis")
 NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_weight")
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
 MINUS = "\u2212"
+CONFIDENCE_Z = 1.959963984540054
+"""The standard normal's 97.5 % quantile: λ's 95 % interval is λ ± z se."""
+SMALLEST_PRINTED = 0.005
+"""A standard error below this many percentage points prints as "< 0.01 %", not "0.00 %"."""
+DELTA_RELATIVE_STEP = 1e-3
+"""The delta method's central-difference step, relative to each estimated param."""
 
 
 def consumption_equivalent(
@@ -180,11 +194,93 @@ def welfare_effect(
     }
 
 
+def lambdas_at(
+    *,
+    model: Any,
+    base_params: Mapping[str, Any],
+    counterfactual_params: Mapping[str, Any],
+    states: pd.DataFrame,
+) -> dict[str, float]:
+    """Return λ overall (key ``"all"``) and by type with both variants solved at these params."""
+    solutions = [
+        solve(model=model, params=dict(params), log_level="warning")
+        for params in (base_params, counterfactual_params)
+    ]
+    result = welfare_effect(
+        model=model,
+        base_params=base_params,
+        base_solution=solutions[0],
+        counterfactual_solution=solutions[1],
+        states=states,
+    )
+    return {"all": result["lambda"], **result["lambda_by_type"]}
+
+
+def welfare_uncertainty(
+    *,
+    specification: Mapping[str, Any],
+    base_params: Mapping[str, Any],
+    counterfactual_params: Mapping[str, Any],
+    states: pd.DataFrame,
+    estimates: Mapping[str, float],
+    covariance: np.ndarray,
+    relative_step: float = DELTA_RELATIVE_STEP,
+) -> dict[str, Any]:
+    """Return λ's delta-method standard error overall and by type, and its gradient in θ.
+
+    ``specification``: the base variant's (its ``model`` and ``sizes`` are built in float64).
+    ``estimates``: the estimated params (θ̂, in the order of ``covariance``'s rows), which both
+    ``base_params`` and ``counterfactual_params`` must hold at exactly those values. The solves
+    run in float64 (differences of λ over a step of 1e-3 are below float32's resolution of V).
+    """
+    names = list(estimates)
+    for params in (base_params, counterfactual_params):
+        mismatched = [n for n in names if float(np.asarray(params[n])) != float(estimates[n])]
+        if mismatched:
+            msg = (
+                f"The welfare measure's params differ from the estimates in {mismatched}: both "
+                "variants must be solved at the status quo's estimates. Rebuild with pytask."
+            )
+            raise ValueError(msg)
+    gradients: dict[str, dict[str, float]] = {}
+    with precision(x64=True):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        for name in names:
+            step = relative_step * abs(float(estimates[name]))
+            sides = [
+                lambdas_at(
+                    model=model,
+                    base_params={**base_params, name: float(estimates[name]) + sign * step},
+                    counterfactual_params={
+                        **counterfactual_params,
+                        name: float(estimates[name]) + sign * step,
+                    },
+                    states=states,
+                )
+                for sign in (1, -1)
+            ]
+            gradients[name] = {g: (sides[0][g] - sides[1][g]) / (2 * step) for g in sides[0]}
+    groups = list(next(iter(gradients.values())))
+    covariance = np.asarray(covariance, dtype=np.float64).reshape(len(names), len(names))
+    errors = {}
+    for group in groups:
+        gradient = np.array([gradients[n][group] for n in names])
+        errors[group] = float(np.sqrt(gradient @ covariance @ gradient))
+    return {
+        "lambda_se": errors.pop("all"),
+        "lambda_se_by_type": errors,
+        "lambda_gradient": {n: gradients[n]["all"] for n in names},
+        "delta_relative_step": relative_step,
+        "estimated_params": dict(estimates),
+    }
+
+
 def write_welfare(
     *,
     specifications: Mapping[str, Mapping[str, Any]],
     solution_directories: Mapping[str, Path],
     bundle_directories: Mapping[str, Path],
+    estimation_directory: Path,
     path: Path,
     provenance: Mapping[str, str] | None = None,
     base: str = "baseline",
@@ -192,8 +288,10 @@ def write_welfare(
 ) -> dict[str, Any]:
     """Measure the counterfactual's CE against the base variant; write and return the result.
 
-    The JSON holds ``lambda`` and ``lambda_by_type`` (shares), ``numbers`` (as printed),
-    ``values`` (every measure, including the Monte-Carlo check of C) and ``provenance``.
+    The JSON holds ``lambda`` and ``lambda_by_type`` (shares), their delta-method standard
+    errors over the estimates in ``estimation_directory`` (``lambda_se``,
+    ``lambda_se_by_type``), ``numbers`` (as printed), ``values`` (every measure, including the
+    Monte-Carlo check of C) and ``provenance``.
     """
     start = time.perf_counter()
     specification = dict(specifications[base])
@@ -205,19 +303,32 @@ def write_welfare(
         for v in (base, counterfactual)
     }
     panel = load_table(Path(bundle_directories[base]))
+    states = initial_states(panel)
     result = welfare_effect(
         model=model,
         base_params=specification["params"],
         base_solution=solutions[base],
         counterfactual_solution=solutions[counterfactual],
-        states=initial_states(panel),
+        states=states,
     )
     simulated = simulated_consumption_utility(panel=panel, params=specification["params"])
     result["simulated_consumption_utility"] = float(simulated.mean())
     result["simulated_consumption_utility_se"] = float(simulated.std() / np.sqrt(simulated.size))
+    estimation = load_estimation(Path(estimation_directory))
+    result |= welfare_uncertainty(
+        specification=specification,
+        base_params=specification["params"],
+        counterfactual_params=specifications[counterfactual]["params"],
+        states=states,
+        estimates=estimation.params,
+        covariance=estimation.covariance,
+    )
+    result["params_at_bound"] = list(estimation.summary.get("params_at_bound", []))
     content = {
         "lambda": result["lambda"],
         "lambda_by_type": result["lambda_by_type"],
+        "lambda_se": result["lambda_se"],
+        "lambda_se_by_type": result["lambda_se_by_type"],
         "numbers": welfare_numbers(result),
         "values": result | {"base": base, "counterfactual": counterfactual},
         "provenance": dict(provenance or {}),
@@ -229,12 +340,22 @@ def write_welfare(
 
 
 def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
-    """Return λ (percent, two decimals) overall and by type and the value gap, as printed."""
-    numbers = {
-        "lambda": _percent(result["lambda"]),
-        "value_difference": _fixed(result["value_difference"], 4),
+    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap."""
+    numbers = {"value_difference": _fixed(result["value_difference"], 4)}
+    groups = {"": (result["lambda"], result.get("lambda_se"))} | {
+        f"_{t}": (v, result.get("lambda_se_by_type", {}).get(t))
+        for t, v in result["lambda_by_type"].items()
     }
-    numbers |= {f"lambda_{t}": _percent(v) for t, v in result["lambda_by_type"].items()}
+    for suffix, (value, error) in groups.items():
+        numbers[f"lambda{suffix}"] = _percent(value)
+        if error is not None:
+            numbers[f"lambda{suffix}_se"] = (
+                _percent(error) if 100 * error >= SMALLEST_PRINTED else "< 0.01 %"
+            )
+            numbers[f"lambda{suffix}_ci"] = (
+                f"[{_percent(value - CONFIDENCE_Z * error)}, "
+                f"{_percent(value + CONFIDENCE_Z * error)}]"
+            )
     return numbers
 
 

@@ -6,7 +6,8 @@ content-named generation behind a link, ``project.persist.atomic``) holding
 - ``estimates.arrow``: one row per param (estimate, standard error, 95 % interval, start,
   bounds, at_bound, converged), Arrow IPC (feather);
 - ``moments.arrow``: one row per moment (data, simulated, residual, standard errors, t, counts);
-- ``summary.json``: the variant, the J-test, convergence, evaluations, the warnings a reader must
+- ``summary.json``: the variant, the J-test, convergence, evaluations, the estimates'
+  covariance, the warnings a reader must
   see, each local search's objective and params (``searches``), the settings and the provenance
   (``project.provenance.product_provenance`` of the settings, with their seed, and the
   fingerprint of the inputs); the seconds it took go to the build log, so that equal inputs
@@ -25,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
+from project.errors import CheckpointError
 from project.estimation.variant import EstimationOutcome
 from project.persist.atomic import atomic_directory
 from project.persist.manifest import (
@@ -58,6 +61,26 @@ class SavedEstimation:
     def warnings(self) -> list[str]:
         """Return the warnings recorded with the estimate."""
         return list(self.summary["warnings"])
+
+    @property
+    def params(self) -> dict[str, float]:
+        """Return the estimates by param name."""
+        return {
+            str(name): float(value)
+            for name, value in zip(self.estimates["param"], self.estimates["estimate"], strict=True)
+        }
+
+    @property
+    def covariance(self) -> np.ndarray:
+        """Return the estimates' covariance matrix, rows and columns in the order of ``params``.
+
+        Raises ``CheckpointError`` for an estimate saved without it (an older build).
+        """
+        names = self.summary.get("param_names")
+        if names != list(self.params) or "covariance" not in self.summary:
+            msg = f"The estimation summary has no covariance of {list(self.params)}. {HINT}"
+            raise CheckpointError(msg)
+        return np.asarray(self.summary["covariance"], dtype=np.float64)
 
 
 def save_estimation(

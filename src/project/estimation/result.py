@@ -4,7 +4,8 @@
 interval, start, bounds, whether it ended at a bound); ``table="moments"`` one row per moment
 (data, simulated, residual = simulated - data, the simulation-corrected standard error of the
 data moment and the residual's t-stat, n_data, n_simulated); ``summary()`` the scalars (J-test,
-convergence, evaluations) as a JSON-ready dict. Every table carries the ``converged`` flag, so
+convergence, evaluations) and the estimates' covariance (rows and columns in the order of
+``param_names``) as a JSON-ready dict. Every table carries the ``converged`` flag, so
 that a product written from an estimate that did not converge says so.
 
 Counts: ``n_optimizer_evaluations`` is the number of simulator calls the optimiser made (its
@@ -121,4 +122,6 @@ class MSMResult:
             "params_at_bound": [
                 n for n, b in zip(self.param_names, self.at_bound, strict=True) if b
             ],
+            "param_names": list(self.param_names),
+            "covariance": np.asarray(self.covariance, dtype=np.float64).tolist(),
         }

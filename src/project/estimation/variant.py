@@ -114,7 +114,7 @@ def estimate_variant(
     thousand subjects need it) and restores the process's precision afterwards, so that later
     work in the same process (a serial build's next tasks) computes as it would in a fresh one.
     """
-    with _precision(x64=bool(settings.get("x64", True))):
+    with precision(x64=bool(settings.get("x64", True))):
         started = time.perf_counter()
         settings = dict(settings)
         if set(settings["start"]) != set(settings["estimated"]):
@@ -193,7 +193,7 @@ def estimate_variant(
 
 
 @contextmanager
-def _precision(*, x64: bool) -> Iterator[None]:
+def precision(*, x64: bool) -> Iterator[None]:
     """Compute in float64 (``x64``) or float32 inside; restore the process's precision after."""
     previous = bool(jax.config.jax_enable_x64)
     jax.config.update("jax_enable_x64", x64)
