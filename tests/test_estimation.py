@@ -128,6 +128,44 @@ def test_linear_sandwich_equals_analytical_formula(full_covariance):
     assert not result.efficient_weighting  # n_data differs by moment
 
 
+@pytest.mark.parametrize("full_covariance", [False, True])
+def test_efficient_weighting_gives_the_optimal_gls_estimate_and_its_covariance(full_covariance):
+    """W = Omega_s^-1 (simulation noise included): the estimate is GLS under Omega_s, the
+    sandwich reduces to (G' Omega_s^-1 G)^-1 and J equals the objective g' Omega_s^-1 g."""
+    rng = np.random.default_rng(4)
+    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
+    if full_covariance:
+        root = rng.normal(size=(K, K))
+        covariance = root @ root.T / K + np.eye(K) * 0.1
+    else:
+        covariance = np.diag(rng.uniform(0.01, 0.2, K))
+    n_data = rng.integers(100, 1000, K).astype(float)
+    data = a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1
+    arguments = {
+        "simulate_moments": lambda p: a + b @ np.array([p["x"], p["y"]]),
+        "data_moments": data,
+        "data_variances": covariance if full_covariance else np.diag(covariance),
+        "n_data": n_data,
+        "n_simulated": 500.0,
+        "start_params": {"x": 0.0, "y": 0.0},
+    }
+    result = estimate_msm(**arguments, weighting="efficient")
+    scale = np.sqrt(1 + n_data / 500.0)
+    omega = covariance * np.outer(scale, scale)
+    optimal = np.linalg.inv(omega)
+    expected = np.linalg.inv(b.T @ optimal @ b)
+    np.testing.assert_allclose(result.covariance, expected, rtol=1e-6)
+    gls = expected @ b.T @ optimal @ (data - a)
+    np.testing.assert_allclose(result.estimates, gls, atol=1e-4 * result.standard_errors.min())
+    assert result.efficient_weighting
+    assert result.j_statistic == pytest.approx(result.objective, rel=1e-8)
+    by_data = estimate_msm(**arguments)  # the data's weighting: other estimate, larger s.e.
+    assert not by_data.efficient_weighting
+    assert np.all(by_data.standard_errors >= result.standard_errors * (1 - 1e-9))
+    with pytest.raises(EstimationError, match="weighting must be one of"):
+        estimate_msm(**arguments, weighting="optimal")
+
+
 def test_finite_difference_jacobian_matches_analytical():
     result = estimate()
     np.testing.assert_allclose(result.jacobian, curve_jacobian(result.params), rtol=1e-6)
@@ -206,6 +244,17 @@ def test_multistart_runs_local_optimisations():
     assert result.converged
     assert result.n_local_optimizations >= 1
     np.testing.assert_allclose(result.estimates, estimate().estimates, atol=1e-3)
+    searches = result.local_searches
+    assert len(searches) == result.n_local_optimizations
+    assert min(s["objective"] for s in searches) == pytest.approx(result.objective, rel=1e-6)
+    assert all(set(s["start"]) == set(s["end"]) == {"level", "slope"} for s in searches)
+    starts = [tuple(s["start"].values()) for s in searches]
+    assert len(set(starts)) == len(starts)  # each from its own sampled point
+    single = estimate()
+    (only,) = single.local_searches
+    assert only["start"] == {"level": 1.0, "slope": 0.0}
+    assert only["end"] == single.params
+    assert only["objective"] == pytest.approx(single.objective, rel=1e-9)
 
 
 def test_non_convergence_raises_by_default():
@@ -229,6 +278,24 @@ def test_estimate_at_a_bound_is_flagged(caplog):
     assert result.at_bound.tolist() == [True, False]
     assert result.summary()["params_at_bound"] == ["level"]
     assert "ended at a bound" in caplog.text
+    # No standard error or interval for the param at its bound; the other keeps its own.
+    assert np.isnan([result.standard_errors[0], result.ci_lower[0], result.ci_upper[0]]).all()
+    assert np.isfinite([result.standard_errors[1], result.ci_lower[1], result.ci_upper[1]]).all()
+
+
+def test_no_interval_crosses_a_bound():
+    """An interior estimate whose Wald interval reaches past a bound is truncated at it."""
+    free = estimate()
+    (level_se, _), (level, _) = free.standard_errors, free.estimates
+    lower = level - 0.5 * level_se  # inside the interval, below the estimate
+    bounded = estimate(
+        bounds={"level": (lower, 10.0), "slope": (-10.0, 10.0)},
+        start_params={"level": level, "slope": 0.0},
+    )
+    assert not bounded.at_bound.any()
+    assert bounded.ci_lower[0] == lower
+    assert bounded.ci_upper[0] == pytest.approx(level + 1.959964 * level_se, rel=1e-4)
+    np.testing.assert_allclose(bounded.ci_lower[1], free.ci_lower[1], rtol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------

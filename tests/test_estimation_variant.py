@@ -715,8 +715,11 @@ def test_moment_fit_table_has_a_row_per_moment_and_variant(saved_estimates):
     np.testing.assert_allclose(table["Difference"], table["Model"] - table["Data"])
     assert table["N"].tolist() == [100, 200, 300, 400] * 2
     moments = saved_estimates["low_pension"].moments
-    np.testing.assert_array_equal(table["s.e."].iloc[4:], moments["data_std_error"])
+    np.testing.assert_array_equal(table["Data s.e."].iloc[4:], moments["data_std_error"])
     np.testing.assert_array_equal(table["t"].iloc[4:], moments["t_stat"])
+    # t is the printed difference over the printed standard error
+    np.testing.assert_allclose(table["t"], table["Difference"] / table["Diff. s.e."], rtol=1e-12)
+    assert (table["Diff. s.e."] > table["Data s.e."]).all()  # simulation noise added
 
 
 def test_age_label():
@@ -781,3 +784,53 @@ def test_an_estimate_saved_without_its_covariance_is_refused(tmp_path, at_bound)
     )
     with pytest.raises(CheckpointError, match="no covariance of"):
         older.covariance  # noqa: B018
+
+
+def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_path, at_bound):
+    from project.analysis.estimation import searches_table
+
+    outcome = dataclasses.replace(
+        outcome_of(at_bound),
+        searches={
+            "from the start": {
+                "objective": at_bound.objective,
+                "params": at_bound.params,
+                "kept": True,
+                "local_searches": [
+                    {
+                        "start": {"crra": 3.0},
+                        "end": at_bound.params,
+                        "objective": at_bound.objective,
+                    }
+                ],
+            },
+            "multistart": {
+                "objective": 166.0,
+                "params": {"crra": 8.0, "beta": 0.91},
+                "kept": False,
+                "local_searches": [
+                    {
+                        "start": {"crra": 7.0, "beta": 0.9},
+                        "end": {"crra": 8.0, "beta": 0.91},
+                        "objective": 166.0,
+                    },
+                    {
+                        "start": {"crra": 1.0, "beta": 0.99},
+                        "end": {"crra": 8.0, "beta": 0.92},
+                        "objective": 170.5,
+                    },
+                ],
+            },
+        },
+    )
+    save_estimation(outcome, directory=tmp_path / "est")
+    table = searches_table({"baseline": load_estimation(tmp_path / "est")})
+    assert table["Search"].tolist() == [
+        "from the start",
+        "multistart, local search 1",
+        "multistart, local search 2",
+    ]
+    assert table["Criterion"].tolist() == [at_bound.objective, 166.0, 170.5]
+    assert table["Kept"].tolist() == ["yes", "", ""]
+    assert str(table["End"].iloc[2]) == "\u03b3 = 8.000, \u03b2 = 0.9200"
+    assert "$gamma$ = 8.000" in table["End"].iloc[2].typst

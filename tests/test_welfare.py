@@ -219,3 +219,14 @@ def test_welfare_numbers_print_the_interval_from_the_standard_error():
         {"lambda": -0.02, "lambda_se": 1e-5, "lambda_by_type": {}, "value_difference": 0.0}
     )
     assert tiny["lambda_se"] == "< 0.01 %"
+    at_bound = welfare_numbers(
+        {
+            "lambda": -0.02,
+            "lambda_se": 0.005,
+            "lambda_by_type": {"work_loving": -0.01},
+            "lambda_se_by_type": {"work_loving": 0.001},
+            "value_difference": 0.0,
+            "params_at_bound": ["beta"],
+        }
+    )
+    assert set(at_bound) == {"lambda", "lambda_work_loving", "value_difference"}

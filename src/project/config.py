@@ -181,6 +181,10 @@ class EstimationSettings:
     ``algorithm`` with it (``scipy_ls_trf``). The default build keeps drawn moments and
     ``pounders``: on this 2-core CPU a smooth evaluation with its Jacobian costs about 15 times a
     drawn one, more than the fewer evaluations save (``benchmarks/estimation_speed.py --search``).
+    ``weighting``: ``"efficient"`` weighs each moment by the inverse of its sampling variance
+    including the simulation noise (the SCF age groups are disjoint samples, so the data
+    moments are independent and this diagonal W is the efficient one, under which the J-test's
+    chi-square reference holds); ``"data"`` by the data variance alone.
     """
 
     estimated: tuple[str, ...] = ("crra", "beta")
@@ -200,6 +204,7 @@ class EstimationSettings:
     x64: bool = True
     compiled: bool = True
     smooth: bool = False
+    weighting: str = "efficient"
 
 
 ESTIMATION = (

@@ -19,8 +19,14 @@ import numpy as np
 import pandas as pd
 
 from project.analysis import style
-from project.analysis.notation import parameter_label, variant_name, with_plain_parameters
-from project.analysis.table_output import write_table_files
+from project.analysis.notation import (
+    PARAMETERS,
+    Notation,
+    parameter_label,
+    variant_name,
+    with_plain_parameters,
+)
+from project.analysis.table_output import Symbol, write_table_files
 from project.estimation.products import SavedEstimation
 
 Z_95 = 1.959963984540054
@@ -30,9 +36,10 @@ ESTIMATES_CAPTION = (
     "standard errors (including the simulation noise) and 95% confidence intervals."
 )
 MOMENT_FIT_CAPTION = (
-    "Mean log wealth-to-income by age group: SCF data with its standard error (s.e.), the "
-    "model at the estimates, their difference (model less data), its t-statistic and the SCF "
-    "households of the group (N)."
+    "Mean log wealth-to-income by age group: SCF data with its standard error (Data s.e.), the "
+    "model at the estimates, their difference (model less data) with its standard error "
+    "(Diff. s.e.: the data's and the simulation's noise), the t-statistic (the difference over "
+    "its standard error) and the SCF households of the group (N)."
 )
 P_FLOOR = 0.001
 """p-values below this print as "p < 0.001"."""
@@ -66,11 +73,24 @@ def estimates_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
 
 
 ESTIMATES_COLUMNS = ("Variant", "Parameter", "Estimate", "Std. error", "CI lower", "CI upper")
-MOMENT_FIT_COLUMNS = ("Variant", "Ages", "Data", "s.e.", "Model", "Difference", "t", "N")
+MOMENT_FIT_COLUMNS = (
+    "Variant",
+    "Ages",
+    "Data",
+    "Data s.e.",
+    "Model",
+    "Difference",
+    "Diff. s.e.",
+    "t",
+    "N",
+)
 
 
 def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
-    """Return one row per variant and age group: data (with its s.e.), model and t-statistic.
+    """Return one row per variant and age group: data, model, difference, their s.e. and t.
+
+    t is the difference over its s.e. (``Diff. s.e.``, data and simulation noise), the columns
+    the table prints.
 
     Ages print as "61\u201365"; N counts the SCF households of the group.
     """
@@ -79,9 +99,10 @@ def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
             "Variant": variant_name(variant),
             "Ages": age_label(row.moment).replace("-", "\u2013"),
             "Data": float(row.data),
-            "s.e.": float(row.data_std_error),
+            "Data s.e.": float(row.data_std_error),
             "Model": float(row.simulated),
             "Difference": float(row.residual),
+            "Diff. s.e.": float(row.std_error),
             "t": float(row.t_stat),
             "N": round(float(row.n_data)),
         }
@@ -89,6 +110,66 @@ def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
         for row in saved.moments.itertuples(index=False)
     ]
     return pd.DataFrame(rows, columns=list(MOMENT_FIT_COLUMNS))
+
+
+SEARCHES_CAPTION = (
+    "Every local search of the estimation: where it started, where it ended and its criterion "
+    "(g\u2032Wg, the weighted sum of squared moment differences). The search from the start "
+    "and the multistart's local searches (from the best points sampled within the bounds); "
+    "the estimate is the end point with the lowest criterion (Kept)."
+)
+SEARCHES_COLUMNS = ("Variant", "Search", "Start", "End", "Criterion", "Kept")
+
+
+def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
+    """Return one row per local search: its start, end point, criterion and whether kept.
+
+    Reads ``summary["searches"]``; a search recorded without its local searches (an older
+    product) gives one row from its end point.
+    """
+    rows = []
+    for variant, saved in estimates.items():
+        kept_objective = float(saved.summary["objective"])
+        for name, search in saved.summary.get("searches", {}).items():
+            local = search.get("local_searches") or [
+                {"start": {}, "end": search["params"], "objective": search["objective"]}
+            ]
+            for number, found in enumerate(local, start=1):
+                label = name if len(local) == 1 else f"{name}, local search {number}"
+                rows.append(
+                    {
+                        "Variant": variant_name(variant),
+                        "Search": label,
+                        "Start": point_cell(found["start"]),
+                        "End": point_cell(found["end"]),
+                        "Criterion": float(found["objective"]),
+                        "Kept": "yes"
+                        if search["kept"] and np.isclose(found["objective"], kept_objective)
+                        else "",
+                    }
+                )
+    return pd.DataFrame(rows, columns=list(SEARCHES_COLUMNS))
+
+
+def point_cell(point: Mapping[str, float]) -> Symbol | str:
+    """Return a param point as "symbol = value, ..." in each format's markup."""
+    if not point:
+        return ""
+    order = list(PARAMETERS)  # the paper's order (crra before beta), not the JSON's
+    parts = []
+    for name, value in sorted(point.items(), key=lambda item: _rank(item[0], order)):
+        notation = PARAMETERS.get(name) or Notation(name, name, name, name)
+        decimals = 4 if name == "beta" else 3
+        parts.append((notation, f"{float(value):.{decimals}f}"))
+    return Symbol(
+        text=", ".join(f"{n.text} = {v}" for n, v in parts),
+        latex=", ".join(f"${n.latex}$ = {v}" for n, v in parts),
+        typst=", ".join(f"${n.typst}$ = {v}" for n, v in parts),
+    )
+
+
+def _rank(name: str, order: list[str]) -> tuple[int, str]:
+    return (order.index(name) if name in order else len(order), name)
 
 
 def j_test_notes(estimates: Mapping[str, SavedEstimation]) -> str:
@@ -127,8 +208,9 @@ def write_estimation_report(
 ) -> list[Path]:
     """Write the estimates and moment-fit tables and the fit figure; return the files.
 
-    ``paths`` has ``estimates_<suffix>`` and ``moment_fit_<suffix>`` for "tex", "typ", "md"
-    (labels ``tab:estimates``, ``tab:moment_fit``) and ``figure_png``, ``figure_pdf``.
+    ``paths`` has ``estimates_<suffix>``, ``moment_fit_<suffix>`` and
+    ``estimation_searches_<suffix>`` for "tex", "typ", "md" (labels ``tab:estimates``,
+    ``tab:moment_fit``, ``tab:estimation_searches``) and ``figure_png``, ``figure_pdf``.
     """
     tables = {
         "estimates": (
@@ -144,7 +226,12 @@ def write_estimation_report(
         "moment_fit": (
             moment_fit_table(estimates),
             MOMENT_FIT_CAPTION,
-            {"s.e.": "{:.3f}", "t": "{:.2f}"},
+            {"Data s.e.": "{:.3f}", "Diff. s.e.": "{:.3f}", "t": "{:.2f}"},
+        ),
+        "estimation_searches": (
+            searches_table(estimates),
+            SEARCHES_CAPTION,
+            {"Criterion": "{:.2f}"},
         ),
     }
     written = []

@@ -35,6 +35,8 @@ RERUN = "Run pytask to rebuild it."
 SYMBOLS = {"crra": "\u03b3", "beta": "\u03b2"}
 """The estimated params' symbols in the text (gamma, beta)."""
 CONFIDENCE = 0.95
+AT_BOUND = "at a bound"
+"""Printed instead of the standard error of an estimate at a bound of its search interval."""
 RETIREMENT_AGE_DECIMALS = 1
 VARIANT_NAMES = {
     "baseline": "the baseline",
@@ -93,7 +95,9 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         for row in saved.estimates.itertuples(index=False):
             decimals = 4 if row.param == "beta" else 3
             own[row.param] = number(row.estimate, decimals=decimals)
-            own[f"{row.param}_se"] = number(row.std_error, decimals=decimals)
+            own[f"{row.param}_se"] = (
+                AT_BOUND if row.at_bound else number(row.std_error, decimals=decimals)
+            )
         summary = saved.summary
         own["j"] = number(summary["j_statistic"], decimals=2)
         own["j_p"] = _p_value(summary["j_p_value"])
@@ -109,7 +113,9 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
 
 def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstimation) -> str:
     estimated = ", ".join(
-        f"{SYMBOLS.get(p, p)} = {own[p]} (s.e. {own[f'{p}_se']})" for p in saved.estimates["param"]
+        f"{SYMBOLS.get(p, p)} = {own[p]} "
+        + (f"({AT_BOUND})" if own[f"{p}_se"] == AT_BOUND else f"(s.e. {own[f'{p}_se']})")
+        for p in saved.estimates["param"]
     )
     rejects = saved.summary["j_p_value"] < 1 - CONFIDENCE
     verdict = "rejects" if rejects else "does not reject"
@@ -123,7 +129,8 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
     if at_bound:
         names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
         sentence += (
-            f" The estimate of {names} lies at its bound, so its standard error is not reliable."
+            f" The estimate of {names} lies at a bound of its search interval, where no "
+            "standard error or interval is valid; the table reports none."
         )
     return sentence
 
@@ -311,11 +318,11 @@ def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
         )
     sentence += f". By type: {by_type}."
     at_bound = welfare.get("values", {}).get("params_at_bound", [])
-    if "lambda_se" in printed and at_bound:
+    if at_bound:
         names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
         sentence += (
-            f" The estimate of {names} lies at a bound of its search interval, so these "
-            "standard errors and the interval are not valid."
+            f" No standard error is given: the estimate of {names} lies at a bound of its "
+            "search interval, where the delta method does not apply."
         )
     return {"abstract": abstract + ".", "sentence": sentence}
 

@@ -38,6 +38,7 @@ PAPER_TABLES = (
     "validation",
     "estimates",
     "moment_fit",
+    "estimation_searches",
     "summary_statistics",
     "retirement_age",
 )

@@ -340,11 +340,15 @@ def write_welfare(
 
 
 def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
-    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap."""
+    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap.
+
+    No s.e. or interval is printed where an estimate lies at a bound (``params_at_bound``).
+    """
     numbers = {"value_difference": _fixed(result["value_difference"], 4)}
-    groups = {"": (result["lambda"], result.get("lambda_se"))} | {
-        f"_{t}": (v, result.get("lambda_se_by_type", {}).get(t))
-        for t, v in result["lambda_by_type"].items()
+    valid = not result.get("params_at_bound")  # no delta method at a bound
+    errors = result.get("lambda_se_by_type", {}) if valid else {}
+    groups = {"": (result["lambda"], result.get("lambda_se") if valid else None)} | {
+        f"_{t}": (v, errors.get(t)) for t, v in result["lambda_by_type"].items()
     }
     for suffix, (value, error) in groups.items():
         numbers[f"lambda{suffix}"] = _percent(value)

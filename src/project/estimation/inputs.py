@@ -3,7 +3,8 @@
 ``MomentProblem`` holds K data moments, their sampling covariance Omega (a diagonal of variances
 or a full matrix), the number of data observations behind each moment and the number of
 simulated units, and derives from them the weighting matrix W (``diag(1 / variances)``, or
-``inverse(covariance)`` for a full matrix) and its root R (``R' R = W``), so that the objective
+``inverse(covariance)`` for a full matrix; with ``weighting="efficient"`` the inverse of that
+covariance corrected for simulation noise) and its root R (``R' R = W``), so that the objective
 ``g' W g`` is the sum of squares of ``R g``. ``ParameterSpace`` holds the estimated params'
 names, start values and bounds. Both refuse invalid input with ``EstimationError`` naming the
 culprit.
@@ -24,6 +25,9 @@ from project.estimation.errors import EstimationError
 MIN_CORRELATION_EIGENVALUE = 1e-12
 """A covariance whose correlation matrix has a smaller eigenvalue counts as singular."""
 BOUND_TOLERANCE = 1e-8
+WEIGHTINGS = ("data", "efficient")
+"""``MomentProblem.build``'s weightings: the data moments' covariance, or corrected for the
+simulation noise (efficient)."""
 SHOWN = 5
 
 
@@ -48,8 +52,17 @@ class MomentProblem:
         n_data: float | Sequence[float] | np.ndarray,
         n_simulated: float | Sequence[float] | np.ndarray,
         moment_names: Sequence[str] | None = None,
+        weighting: str = "data",
     ) -> MomentProblem:
-        """Validate and return the moments; ``data_variances`` is (K,) or a (K, K) covariance."""
+        """Validate and return the moments; ``data_variances`` is (K,) or a (K, K) covariance.
+
+        ``weighting``: ``"data"`` weighs by the inverse of the data moments' covariance Omega;
+        ``"efficient"`` by the inverse of Omega_s, Omega corrected for the simulation noise
+        (``corrected_covariance``), the optimal weighting under which J is chi-square.
+        """
+        if weighting not in WEIGHTINGS:
+            msg = f"weighting must be one of {WEIGHTINGS}, got {weighting!r}."
+            raise EstimationError(msg)
         if moment_names is None and isinstance(data_moments, pd.Series):
             moment_names = [str(name) for name in data_moments.index]
         data = np.asarray(data_moments, dtype=float)
@@ -71,14 +84,23 @@ class MomentProblem:
             remedy="give a finite value or drop the moment",
         )
         covariance = _covariance(data_variances, names=names)
+        n_data = _counts(n_data, name="n_data", k=k, allow_inf=False)
+        n_simulated = _counts(n_simulated, name="n_simulated", k=k, allow_inf=True)
+        weighed = (
+            covariance
+            if weighting == "data"
+            else corrected_for_simulation(
+                covariance=covariance, n_data=n_data, n_simulated=n_simulated
+            )
+        )
         return cls(
             names=names,
             data=data,
             covariance=covariance,
-            n_data=_counts(n_data, name="n_data", k=k, allow_inf=False),
-            n_simulated=_counts(n_simulated, name="n_simulated", k=k, allow_inf=True),
-            weighting=np.linalg.inv(covariance),
-            root=_root_of_inverse(covariance),
+            n_data=n_data,
+            n_simulated=n_simulated,
+            weighting=np.linalg.inv(weighed),
+            root=_root_of_inverse(weighed),
         )
 
     @property
@@ -94,12 +116,21 @@ class MomentProblem:
     @property
     def corrected_covariance(self) -> np.ndarray:
         """Return Omega_s = D Omega D, D = diag(sqrt(simulation_factor))."""
-        scale = np.sqrt(self.simulation_factor)
-        return self.covariance * np.outer(scale, scale)
+        return corrected_for_simulation(
+            covariance=self.covariance, n_data=self.n_data, n_simulated=self.n_simulated
+        )
 
     def residuals(self, simulated: np.ndarray) -> np.ndarray:
         """Return the weighted residuals ``R (simulated - data)``; their sum of squares is g'Wg."""
         return self.root @ (simulated - self.data)
+
+
+def corrected_for_simulation(
+    *, covariance: np.ndarray, n_data: np.ndarray, n_simulated: np.ndarray
+) -> np.ndarray:
+    """Return D Omega D with D = diag(sqrt(1 + n_data / n_simulated)) (simulation noise added)."""
+    scale = np.sqrt(1.0 + n_data / n_simulated)
+    return covariance * np.outer(scale, scale)
 
 
 @dataclass(frozen=True)

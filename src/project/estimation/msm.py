@@ -72,11 +72,14 @@ def estimate_msm(
     on_failure: Literal["raise", "warn"] = "raise",
     max_condition: float = MAX_CONDITION,
     moments_and_jacobian: Callable[[dict[str, float]], tuple[Any, Any]] | None = None,
+    weighting: Literal["data", "efficient"] = "data",
 ) -> MSMResult:
     """Estimate ``start_params``' params by MSM; see the module docstring for the contract.
 
     ``data_variances``: the sampling variance of each data moment (K,), giving the weighting
-    W = diag(1 / variances), or their (K, K) covariance, giving W = its inverse. ``n_data``:
+    W = diag(1 / variances), or their (K, K) covariance, giving W = its inverse; with
+    ``weighting="efficient"``, W is the inverse of that covariance corrected for simulation
+    noise (``MomentProblem.corrected_covariance``), so that J is chi-square. ``n_data``:
     data observations per moment; ``n_simulated``: simulated units behind each simulated
     moment (one number or one per moment; ``inf`` for a moment function without simulation
     noise). ``bounds``: (lower, upper) per param name (missing: unbounded). ``algorithm`` and
@@ -89,6 +92,7 @@ def estimate_msm(
         n_data=n_data,
         n_simulated=n_simulated,
         moment_names=moment_names,
+        weighting=weighting,
     )
     space = ParameterSpace.build(start_params=start_params, bounds=bounds)
     _check_settings(
@@ -190,13 +194,17 @@ def estimate_msm(
             "estimate and are not valid there. Widen the bounds or fix those params.",
             [n for n, b in zip(space.names, at_bound, strict=True) if b],
         )
+    # No standard error or interval at a bound, and no interval beyond one (truncated there).
+    interval = {
+        "standard_errors": np.where(at_bound, np.nan, inference.standard_errors),
+        "ci_lower": np.where(at_bound, np.nan, np.maximum(inference.ci_lower, space.lower)),
+        "ci_upper": np.where(at_bound, np.nan, np.minimum(inference.ci_upper, space.upper)),
+    }
     result = MSMResult(
         param_names=space.names,
         estimates=estimates,
-        standard_errors=inference.standard_errors,
         covariance=inference.covariance,
-        ci_lower=inference.ci_lower,
-        ci_upper=inference.ci_upper,
+        **interval,
         start_params=space.start,
         lower_bounds=space.lower,
         upper_bounds=space.upper,
@@ -226,6 +234,7 @@ def estimate_msm(
         n_local_optimizations=(
             1 if raw.multistart_info is None else len(raw.multistart_info.local_optima)
         ),
+        local_searches=local_searches(raw, space=space),
     )
     logger.info(
         "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
@@ -329,3 +338,24 @@ def _optimagic(function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> An
             "multistart settings."
         )
         raise EstimationError(msg) from error
+
+
+def local_searches(raw: om.OptimizeResult, *, space: ParameterSpace) -> tuple[dict[str, Any], ...]:
+    """Return each local search's start, end point and criterion ``g'Wg`` (one without multistart).
+
+    A reader sees where every search went, not only the best.
+    """
+    info = raw.multistart_info
+    pairs = (
+        [(space.start, raw)]
+        if info is None
+        else list(zip(info.start_parameters, info.local_optima, strict=True))
+    )
+    return tuple(
+        {
+            "start": space.as_dict(np.asarray(start, dtype=float)),
+            "end": space.as_dict(np.asarray(found.params, dtype=float)),
+            "objective": float(found.fun),
+        }
+        for start, found in pairs
+    )

@@ -61,6 +61,7 @@ class MSMResult:
     n_optimizer_evaluations: int
     n_simulations: int
     n_local_optimizations: int
+    local_searches: tuple[dict[str, Any], ...] = ()
 
     @property
     def params(self) -> dict[str, float]:
@@ -122,6 +123,7 @@ class MSMResult:
             "params_at_bound": [
                 n for n, b in zip(self.param_names, self.at_bound, strict=True) if b
             ],
+            "local_searches": [dict(search) for search in self.local_searches],
             "param_names": list(self.param_names),
             "covariance": np.asarray(self.covariance, dtype=np.float64).tolist(),
         }

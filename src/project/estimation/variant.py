@@ -160,6 +160,7 @@ def estimate_variant(
             "relative_step": float(settings["relative_step"]),
             "on_failure": "warn",
             "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
+            "weighting": str(settings.get("weighting", "data")),
         }
         options = _multistart(int(settings["n_starts"]), seed=int(settings["seed"]))
         searches = {"from the start": estimate_msm(**common, multistart=False)}
@@ -177,6 +178,7 @@ def estimate_variant(
                     "objective": found.objective,
                     "params": found.params,
                     "kept": found is result,
+                    "local_searches": list(found.local_searches),
                 }
                 for name, found in searches.items()
             },
