@@ -378,6 +378,8 @@ ESTIMATION_REPORT_PRODUCTS = {
     **{f"estimates_{k}": p for k, p in _table_paths("estimates").items()},
     **{f"moment_fit_{k}": p for k, p in _table_paths("moment_fit").items()},
     **{f"estimation_searches_{k}": p for k, p in _table_paths("estimation_searches").items()},
+    **{f"identification_{k}": p for k, p in _table_paths("identification").items()},
+    **{f"profiles_{k}": p for k, p in _figure_paths("estimation_profiles").items()},
     **{f"figure_{k}": p for k, p in _figure_paths("estimation_fit").items()},
 }
 

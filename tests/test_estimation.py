@@ -526,3 +526,57 @@ def test_lifecycle_estimate_recovers_crra_and_beta(lifecycle_setup):
     assert result.converged
     assert np.all(np.abs(estimates - np.array([2.0, 0.96])) < 2 * result.standard_errors)
     assert np.all(result.standard_errors < np.array([1.0, 0.01]))
+
+
+def test_the_sensitivity_is_the_estimate_s_response_to_a_data_moment():
+    """Linear moments: re-estimating after one data moment rises by eps moves the estimates by
+    eps times that moment's column of (G'WG)^-1 G'W."""
+    from project.estimation.profiles import sensitivity
+
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
+    data = a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1
+    arguments = {
+        "simulate_moments": lambda p: a + b @ np.array([p["x"], p["y"]]),
+        "data_variances": rng.uniform(0.01, 0.2, K),
+        "n_data": 100.0,
+        "n_simulated": 500.0,
+        "start_params": {"x": 0.0, "y": 0.0},
+    }
+    base = estimate_msm(data_moments=data, **arguments)
+    shift = np.zeros(K)
+    shift[2] = 0.01
+    moved = estimate_msm(data_moments=data + shift, **arguments)
+    np.testing.assert_allclose(
+        moved.estimates - base.estimates, sensitivity(base)[:, 2] * 0.01, rtol=1e-4, atol=1e-9
+    )
+
+
+def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
+    """g'Wg along param i through an interior minimum is c + h^2 (G'WG)_ii, minimal at h = 0."""
+    from project.estimation.profiles import criterion_profiles
+
+    rng = np.random.default_rng(6)
+    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
+
+    def simulate(p):
+        return a + b @ np.array([p["x"], p["y"]])
+
+    result = estimate_msm(
+        simulate_moments=simulate,
+        data_moments=a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1,
+        data_variances=rng.uniform(0.01, 0.2, K),
+        n_data=100.0,
+        n_simulated=500.0,
+        start_params={"x": 1.0, "y": 0.0},
+        bounds={"x": (0.25, 5.0), "y": (-5.0, 5.0)},
+    )
+    profiles = criterion_profiles(simulate_moments=simulate, result=result, n_points=5)
+    curvature = np.diag(b.T @ result.weighting @ b)
+    for i, name in enumerate(("x", "y")):
+        values = np.array(profiles[name]["values"])
+        assert values.min() >= result.lower_bounds[i] and values.max() <= result.upper_bounds[i]
+        assert result.estimates[i] in values
+        gaps = values - result.estimates[i]
+        expected = result.objective + gaps**2 * curvature[i]
+        np.testing.assert_allclose(profiles[name]["criterion"], expected, rtol=1e-4)

@@ -75,7 +75,7 @@ ESTIMATE_SOURCES = [
 ESTIMATES_READER_SOURCES = [*_modules("estimation"), *PERSIST_SOURCES]
 """What reading the estimates back runs (``project.pipeline.estimated_params``)."""
 ESTIMATION_REPORT_SOURCES = [
-    *_files("analysis/estimation.py", "analysis/tables.py"),
+    *_files("analysis/estimation.py", "analysis/identification.py", "analysis/tables.py"),
     *ANALYSIS_BASE,
 ]
 VALIDATION_SOURCES = [
@@ -91,7 +91,10 @@ WELFARE_SOURCES = [
     *SIMULATION_SOURCES,
     *SOLVE_SOURCES,
 ]
-NUMBERS_SOURCES = [*_files("analysis/numbers.py", "analysis/estimation.py"), *TABLE_SOURCES]
+NUMBERS_SOURCES = [
+    *_files("analysis/numbers.py", "analysis/estimation.py", "analysis/identification.py"),
+    *TABLE_SOURCES,
+]
 PAPER_SOURCES = [
     *(PAPER / name for name in ("paper.typ", "template.typ", "references.bib")),
     *_files("analysis/paper.py"),

@@ -11,7 +11,6 @@ estimates table's caption carries; and
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -19,9 +18,16 @@ import numpy as np
 import pandas as pd
 
 from project.analysis import style
+from project.analysis.identification import (
+    IDENTIFICATION_CAPTION,
+    condition_notes,
+    identification_table,
+    plot_criterion_profiles,
+)
 from project.analysis.notation import (
     PARAMETERS,
     Notation,
+    age_label,
     parameter_label,
     variant_name,
     with_plain_parameters,
@@ -30,7 +36,6 @@ from project.analysis.table_output import Symbol, write_table_files
 from project.estimation.products import SavedEstimation
 
 Z_95 = 1.959963984540054
-_AGES = re.compile(r"_(\d+)_(\d+)$")
 ESTIMATES_CAPTION = (
     "Preferences estimated by simulated moments from SCF wealth-to-income ratios: estimates, "
     "standard errors (including the simulation noise) and 95% confidence intervals."
@@ -43,12 +48,6 @@ MOMENT_FIT_CAPTION = (
 )
 P_FLOOR = 0.001
 """p-values below this print as "p < 0.001"."""
-
-
-def age_label(moment: str) -> str:
-    """Return "51-55" for the moment ``log_wealth_income_51_55``."""
-    match = _AGES.search(moment)
-    return f"{match.group(1)}-{match.group(2)}" if match else moment
 
 
 def estimates_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
@@ -209,8 +208,9 @@ def write_estimation_report(
     """Write the estimates and moment-fit tables and the fit figure; return the files.
 
     ``paths`` has ``estimates_<suffix>``, ``moment_fit_<suffix>`` and
-    ``estimation_searches_<suffix>`` for "tex", "typ", "md" (labels ``tab:estimates``,
-    ``tab:moment_fit``, ``tab:estimation_searches``) and ``figure_png``, ``figure_pdf``.
+    ``estimation_searches_<suffix>`` and ``identification_<suffix>`` for "tex", "typ", "md"
+    (labels ``tab:<stem>``), ``figure_png``, ``figure_pdf`` (the fit) and ``profiles_png``,
+    ``profiles_pdf`` (the criterion along each param).
     """
     tables = {
         "estimates": (
@@ -233,6 +233,11 @@ def write_estimation_report(
             SEARCHES_CAPTION,
             {"Criterion": "{:.2f}"},
         ),
+        "identification": (
+            identification_table(estimates),
+            IDENTIFICATION_CAPTION + condition_notes(estimates),
+            {"Slope": "{:.3f}", "Sensitivity": "{:.3f}"},
+        ),
     }
     written = []
     for stem, (table, caption, formats) in tables.items():
@@ -249,6 +254,11 @@ def write_estimation_report(
     figure = {fmt: paths[f"figure_{fmt}"] for fmt in ("png", "pdf") if f"figure_{fmt}" in paths}
     if figure:
         written += plot_estimation_fit(estimates=estimates, paths=figure, provenance=provenance)
+    profiles = {f: paths[f"profiles_{f}"] for f in ("png", "pdf") if f"profiles_{f}" in paths}
+    if profiles:
+        written += plot_criterion_profiles(
+            estimates=estimates, paths=profiles, provenance=provenance
+        )
     return written
 
 

@@ -46,6 +46,15 @@ PARAMETERS: dict[str, Notation] = {
 """The model's parameters in the paper's notation, in the order the parameter table shows."""
 
 
+_AGES = re.compile(r"_(\d+)_(\d+)$")
+
+
+def age_label(moment: str) -> str:
+    """Return "51-55" for the moment ``log_wealth_income_51_55``."""
+    match = _AGES.search(moment)
+    return f"{match.group(1)}-{match.group(2)}" if match else moment
+
+
 def variant_name(name: str) -> str:
     """Return a variant's printed name ("low_pension" -> "Low pension"), as the figures do."""
     return style.variant_label(name)

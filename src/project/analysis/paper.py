@@ -30,6 +30,7 @@ PAPER_FIGURES = (
     "retirement_policy_baseline",
     "variant_comparison",
     "estimation_fit",
+    "estimation_profiles",
 )
 """Figure stems the paper shows from ``<bld>/figures/`` (as ``.pdf``)."""
 
@@ -39,6 +40,7 @@ PAPER_TABLES = (
     "estimates",
     "moment_fit",
     "estimation_searches",
+    "identification",
     "summary_statistics",
     "retirement_age",
 )

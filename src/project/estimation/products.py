@@ -7,8 +7,10 @@ content-named generation behind a link, ``project.persist.atomic``) holding
   bounds, at_bound, converged), Arrow IPC (feather);
 - ``moments.arrow``: one row per moment (data, simulated, residual, standard errors, t, counts);
 - ``summary.json``: the variant, the J-test, convergence, evaluations, the estimates'
-  covariance, the warnings a reader must
-  see, each local search's objective and params (``searches``), the settings and the provenance
+  covariance, the warnings a reader must see, each search's objective, params and local
+  searches (``searches``), the criterion along each param through the estimate (``profiles``),
+  the moments' Jacobian and the estimates' sensitivity to the moments (``sensitivity``,
+  ``project.estimation.profiles``), the settings and the provenance
   (``project.provenance.product_provenance`` of the settings, with their seed, and the
   fingerprint of the inputs); the seconds it took go to the build log, so that equal inputs
   give equal bytes. Both tables hold the same provenance in their Arrow schema metadata;
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from project.errors import CheckpointError
+from project.estimation.profiles import sensitivity
 from project.estimation.variant import EstimationOutcome
 from project.persist.atomic import atomic_directory
 from project.persist.manifest import (
@@ -101,6 +104,9 @@ def save_estimation(
         **outcome.result.summary(),
         "warnings": outcome.warnings,
         "searches": outcome.searches,
+        "profiles": outcome.profiles,
+        "jacobian": np.asarray(outcome.result.jacobian, dtype=np.float64).tolist(),
+        "sensitivity": sensitivity(outcome.result).tolist(),
         "settings": outcome.settings,
         PROVENANCE_KEY: recorded,
     }

@@ -46,6 +46,7 @@ import pandas as pd
 from project.estimation.errors import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
 from project.estimation.msm import estimate_msm
+from project.estimation.profiles import criterion_profiles
 from project.estimation.result import MSMResult
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
@@ -67,6 +68,7 @@ class EstimationOutcome:
     seconds: float
     warnings: list[str] = field(default_factory=list)
     searches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    profiles: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
 
 def data_moments(*, moments: pd.DataFrame, age_groups: list[tuple[int, int]]) -> pd.DataFrame:
@@ -167,6 +169,7 @@ def estimate_variant(
         if options is not False:
             searches["multistart"] = estimate_msm(**common, multistart=options)
         result = min(searches.values(), key=lambda found: found.objective)
+        profiles = criterion_profiles(simulate_moments=simulator, result=result)
         outcome = EstimationOutcome(
             variant=str(specification["name"]),
             result=result,
@@ -182,6 +185,7 @@ def estimate_variant(
                 }
                 for name, found in searches.items()
             },
+            profiles=profiles,
         )
         for warning in outcome.warnings:
             logger.warning("Estimation of %r: %s", outcome.variant, warning)

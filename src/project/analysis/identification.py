@@ -1,0 +1,91 @@
+# ruff: noqa: RUF001, RUF002 (the Greek letters, primes and minus signs of the formulas)
+"""Identification evidence of the estimation: the moments' slopes and sensitivities, and slices.
+
+``identification_table`` lists, per moment and estimated param, the slope of the simulated
+moment in the param (the Jacobian G at the estimate) and the sensitivity of the estimate to the
+data moment ((G′WG)⁻¹G′W, Andrews, Gentzkow and Shapiro 2017), both read from the
+estimation's ``summary.json``. ``plot_criterion_profiles`` draws the criterion g′Wg along each
+param through the estimate, the others held at theirs (``summary["profiles"]``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from project.analysis import style
+from project.analysis.notation import age_label, parameter_label, plain_parameter, variant_name
+from project.estimation.products import SavedEstimation
+
+IDENTIFICATION_COLUMNS = ("Variant", "Ages", "Parameter", "Slope", "Sensitivity")
+IDENTIFICATION_CAPTION = (
+    "Identification at the estimate: the slope of each simulated moment in each estimated "
+    "parameter (∂m/∂θ, the Jacobian G) and the sensitivity of each estimate to each data "
+    "moment ((G′WG)⁻¹G′W: the estimate's change when that data moment rises by one unit, the "
+    "others fixed)."
+)
+
+
+def identification_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
+    """Return one row per variant, moment and param: the moment's slope and the sensitivity."""
+    rows = []
+    for variant, saved in estimates.items():
+        params = list(saved.estimates["param"])
+        jacobian = np.asarray(saved.summary["jacobian"], dtype=float)  # moments x params
+        sensitivity = np.asarray(saved.summary["sensitivity"], dtype=float)  # params x moments
+        for k, moment in enumerate(saved.moments["moment"]):
+            for p, name in enumerate(params):
+                rows.append(
+                    {
+                        "Variant": variant_name(variant),
+                        "Ages": age_label(moment).replace("-", "\u2013"),
+                        "Parameter": parameter_label(name),
+                        "Slope": float(jacobian[k, p]),
+                        "Sensitivity": float(sensitivity[p, k]),
+                    }
+                )
+    return pd.DataFrame(rows, columns=list(IDENTIFICATION_COLUMNS))
+
+
+def condition_notes(estimates: Mapping[str, SavedEstimation]) -> str:
+    """Return each variant's condition number of the normalised G′WG as a caption sentence."""
+    notes = [
+        f"{variant_name(v)}: condition number of the normalised G′WG "
+        f"{float(saved.summary['condition_number']):.3g}."
+        for v, saved in estimates.items()
+    ]
+    return " " + " ".join(notes)
+
+
+def plot_criterion_profiles(
+    *,
+    estimates: Mapping[str, SavedEstimation],
+    paths: Mapping[str, Path],
+    provenance: Mapping[str, str] | None = None,
+) -> list[Path]:
+    """Plot the criterion along each estimated param through the estimate (rows: variants)."""
+    names = list(next(iter(estimates.values())).estimates["param"])
+    with style.styled():
+        figure, axes = style.new_figure(nrows=len(estimates), ncols=len(names))
+        for row, (variant, saved) in zip(axes, estimates.items(), strict=True):
+            found = saved.params
+            for panel, name in zip(row, names, strict=True):
+                profile = saved.summary["profiles"][name]
+                panel.plot(
+                    profile["values"],
+                    profile["criterion"],
+                    color=style.color(0),
+                    marker="o",
+                    label="Criterion g\u2032Wg, the other parameters at their estimates",
+                )
+                panel.axvline(found[name], color=style.color(1), linestyle="--", label="Estimate")
+                panel.set(
+                    xlabel=plain_parameter(name),
+                    ylabel="Criterion",
+                    title=f"{style.variant_label(variant)}: {plain_parameter(name)}",
+                )
+        style.figure_legend(figure=figure, axis=axes[0][0])
+        return style.save_figure(figure=figure, paths=paths, provenance=provenance)
