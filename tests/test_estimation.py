@@ -255,6 +255,7 @@ def test_multistart_runs_local_optimisations():
     assert only["start"] == {"level": 1.0, "slope": 0.0}
     assert only["end"] == single.params
     assert only["objective"] == pytest.approx(single.objective, rel=1e-9)
+    assert only["converged"] is True
 
 
 def test_non_convergence_raises_by_default():

@@ -832,5 +832,6 @@ def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_
     ]
     assert table["Criterion"].tolist() == [at_bound.objective, 166.0, 170.5]
     assert table["Kept"].tolist() == ["yes", "", ""]
+    assert table["Converged"].tolist() == ["", "", ""]  # recorded without the flag
     assert str(table["End"].iloc[2]) == "\u03b3 = 8.000, \u03b2 = 0.9200"
     assert "$gamma$ = 8.000" in table["End"].iloc[2].typst

@@ -181,6 +181,10 @@ class EstimationSettings:
     ``algorithm`` with it (``scipy_ls_trf``). The default build keeps drawn moments and
     ``pounders``: on this 2-core CPU a smooth evaluation with its Jacobian costs about 15 times a
     drawn one, more than the fewer evaluations save (``benchmarks/estimation_speed.py --search``).
+    ``algo_options``' ``stopping_maxiter``: each local search stops after 60 iterations (the
+    search from the start converges in about 45; under the efficient weighting a multistart
+    search that reached the bound crra = 8 wandered along it for over 1,400 simulations
+    without converging, and ends there as not converged: the searches table says so).
     ``weighting``: ``"efficient"`` weighs each moment by the inverse of its sampling variance
     including the simulation noise (the SCF age groups are disjoint samples, so the data
     moments are independent and this diagonal W is the efficient one, under which the J-test's
@@ -197,7 +201,7 @@ class EstimationSettings:
     seed: int = 20_261_124
     algorithm: str = "pounders"
     algo_options: dict[str, Any] = field(
-        default_factory=lambda: {"trustregion_initial_radius": 0.05}
+        default_factory=lambda: {"trustregion_initial_radius": 0.05, "stopping_maxiter": 60}
     )
     n_starts: int = 2
     relative_step: float = 1e-2

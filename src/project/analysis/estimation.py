@@ -115,24 +115,27 @@ SEARCHES_CAPTION = (
     "Every local search of the estimation: where it started, where it ended and its criterion "
     "(g\u2032Wg, the weighted sum of squared moment differences). The search from the start "
     "and the multistart's local searches (from the best points sampled within the bounds); "
-    "the estimate is the end point with the lowest criterion (Kept)."
+    "the estimate is the end point with the lowest criterion (Kept). A search that did not "
+    "converge stopped at its iteration limit."
 )
-SEARCHES_COLUMNS = ("Variant", "Search", "Start", "End", "Criterion", "Kept")
+SEARCHES_COLUMNS = ("Variant", "Search", "Start", "End", "Criterion", "Converged", "Kept")
 
 
 def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
     """Return one row per local search: its start, end point, criterion and whether kept.
+
+    The kept one is the best local search of the search whose result is the estimate.
 
     Reads ``summary["searches"]``; a search recorded without its local searches (an older
     product) gives one row from its end point.
     """
     rows = []
     for variant, saved in estimates.items():
-        kept_objective = float(saved.summary["objective"])
         for name, search in saved.summary.get("searches", {}).items():
             local = search.get("local_searches") or [
                 {"start": {}, "end": search["params"], "objective": search["objective"]}
             ]
+            best = min(range(len(local)), key=lambda i: float(local[i]["objective"]))
             for number, found in enumerate(local, start=1):
                 label = name if len(local) == 1 else f"{name}, local search {number}"
                 rows.append(
@@ -142,9 +145,8 @@ def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
                         "Start": point_cell(found["start"]),
                         "End": point_cell(found["end"]),
                         "Criterion": float(found["objective"]),
-                        "Kept": "yes"
-                        if search["kept"] and np.isclose(found["objective"], kept_objective)
-                        else "",
+                        "Converged": {True: "yes", False: "no"}.get(found.get("converged"), ""),
+                        "Kept": "yes" if search["kept"] and number - 1 == best else "",
                     }
                 )
     return pd.DataFrame(rows, columns=list(SEARCHES_COLUMNS))

@@ -82,9 +82,10 @@ def plot_criterion_profiles(
                     label="Criterion g\u2032Wg, the other parameters at their estimates",
                 )
                 panel.axvline(found[name], color=style.color(1), linestyle="--", label="Estimate")
+                panel.set_yscale("log")  # near crra = 1 the criterion rises steeply
                 panel.set(
                     xlabel=plain_parameter(name),
-                    ylabel="Criterion",
+                    ylabel="Criterion (log scale)",
                     title=f"{style.variant_label(variant)}: {plain_parameter(name)}",
                 )
         style.figure_legend(figure=figure, axis=axes[0][0])

@@ -356,6 +356,7 @@ def local_searches(raw: om.OptimizeResult, *, space: ParameterSpace) -> tuple[di
             "start": space.as_dict(np.asarray(start, dtype=float)),
             "end": space.as_dict(np.asarray(found.params, dtype=float)),
             "objective": float(found.fun),
+            "converged": bool(found.success),
         }
         for start, found in pairs
     )
