@@ -96,9 +96,9 @@ def test_coverage_of_intervals_in_a_small_monte_carlo():
     assert np.all((coverage > 0.88) & (coverage <= 1.0)), coverage
 
 
-@pytest.mark.parametrize("full_covariance", [False, True])
-def test_linear_sandwich_equals_analytical_formula(full_covariance):
-    rng = np.random.default_rng(3)
+def linear_problem(*, seed: int, full_covariance: bool = False):
+    """Return a linear moment function's a and B, the data covariance, n_data and data."""
+    rng = np.random.default_rng(seed)
     a, b = rng.normal(size=K), rng.normal(size=(K, 2))
     if full_covariance:
         root = rng.normal(size=(K, K))
@@ -106,8 +106,14 @@ def test_linear_sandwich_equals_analytical_formula(full_covariance):
     else:
         covariance = np.diag(rng.uniform(0.01, 0.2, K))
     n_data = rng.integers(100, 1000, K).astype(float)
-    n_simulated = 500.0
     data = a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1
+    return a, b, covariance, n_data, data
+
+
+@pytest.mark.parametrize("full_covariance", [False, True])
+def test_linear_sandwich_equals_analytical_formula(full_covariance):
+    a, b, covariance, n_data, data = linear_problem(seed=3, full_covariance=full_covariance)
+    n_simulated = 500.0
     result = estimate_msm(
         simulate_moments=lambda p: a + b @ np.array([p["x"], p["y"]]),
         data_moments=data,
@@ -132,15 +138,7 @@ def test_linear_sandwich_equals_analytical_formula(full_covariance):
 def test_efficient_weighting_gives_the_optimal_gls_estimate_and_its_covariance(full_covariance):
     """W = Omega_s^-1 (simulation noise included): the estimate is GLS under Omega_s, the
     sandwich reduces to (G' Omega_s^-1 G)^-1 and J equals the objective g' Omega_s^-1 g."""
-    rng = np.random.default_rng(4)
-    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
-    if full_covariance:
-        root = rng.normal(size=(K, K))
-        covariance = root @ root.T / K + np.eye(K) * 0.1
-    else:
-        covariance = np.diag(rng.uniform(0.01, 0.2, K))
-    n_data = rng.integers(100, 1000, K).astype(float)
-    data = a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1
+    a, b, covariance, n_data, data = linear_problem(seed=4, full_covariance=full_covariance)
     arguments = {
         "simulate_moments": lambda p: a + b @ np.array([p["x"], p["y"]]),
         "data_moments": data,
@@ -534,12 +532,10 @@ def test_the_sensitivity_is_the_estimate_s_response_to_a_data_moment():
     eps times that moment's column of (G'WG)^-1 G'W."""
     from project.estimation.profiles import sensitivity
 
-    rng = np.random.default_rng(5)
-    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
-    data = a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1
+    a, b, covariance, _, data = linear_problem(seed=5)
     arguments = {
         "simulate_moments": lambda p: a + b @ np.array([p["x"], p["y"]]),
-        "data_variances": rng.uniform(0.01, 0.2, K),
+        "data_variances": np.diag(covariance),
         "n_data": 100.0,
         "n_simulated": 500.0,
         "start_params": {"x": 0.0, "y": 0.0},
@@ -557,16 +553,15 @@ def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
     """g'Wg along param i through an interior minimum is c + h^2 (G'WG)_ii, minimal at h = 0."""
     from project.estimation.profiles import criterion_profiles
 
-    rng = np.random.default_rng(6)
-    a, b = rng.normal(size=K), rng.normal(size=(K, 2))
+    a, b, covariance, _, data = linear_problem(seed=6)
 
     def simulate(p):
         return a + b @ np.array([p["x"], p["y"]])
 
     result = estimate_msm(
         simulate_moments=simulate,
-        data_moments=a + b @ np.array([0.3, -1.2]) + rng.normal(size=K) * 0.1,
-        data_variances=rng.uniform(0.01, 0.2, K),
+        data_moments=data,
+        data_variances=np.diag(covariance),
         n_data=100.0,
         n_simulated=500.0,
         start_params={"x": 1.0, "y": 0.0},
