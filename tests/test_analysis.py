@@ -454,3 +454,23 @@ def test_weights_missing_a_living_subject_are_refused():
         summary_statistics(
             panels={"baseline": regime_panel()}, weights={"baseline": WEIGHTS.iloc[:2]}
         )
+
+
+def test_the_robustness_sentence_states_the_summary_table_s_wealth_gap():
+    """The grid-search check's wealth gap is the weighted one of the summary statistics table
+    (hand computation below), not an unweighted mean over every living row."""
+    from project.analysis.numbers import percent, robustness_sentence
+
+    base = regime_panel()
+    grid = base.assign(wealth=base["wealth"] * 1.1)
+    grid.loc[grid["subject_id"] == 2, "wealth"] = 21.0  # subject 2 is 5 % richer, the rest 10 %
+    weighted = {"baseline": WEIGHTS, "baseline_grid": WEIGHTS}
+    sentence = robustness_sentence(
+        panels={"baseline": base, "baseline_grid": grid}, weights=weighted, validation={}
+    )
+    expected = ((21 * 1.1 + 3 * 30 * 1.1 + 2 * 147) / 30) / ((21 + 3 * 30 + 2 * 140) / 30) - 1
+    assert f"by {percent(expected)}." in sentence
+    unweighted = robustness_sentence(
+        panels={"baseline": base, "baseline_grid": grid}, weights={}, validation={}
+    )
+    assert unweighted != sentence  # the weights matter here

@@ -451,6 +451,8 @@ def test_with_multistart_the_search_with_the_lower_objective_is_kept(monkeypatch
         return found[arguments["multistart"] is not False]
 
     monkeypatch.setattr("project.estimation.variant.estimate_msm", fake_estimate_msm)
+    # the fakes are of another model (crra and beta): no criterion slices through them
+    monkeypatch.setattr("project.estimation.variant.criterion_profiles", lambda **_: {})
     outcome = estimate_variant(
         model=model,
         specification={"name": "tiny", "params": params},

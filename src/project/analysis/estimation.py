@@ -219,10 +219,10 @@ def write_estimation_report(
             estimates_table(estimates),
             ESTIMATES_CAPTION + j_test_notes(estimates) + estimation_notes(estimates),
             {
-                "Estimate": "{:.3f}",
-                "Std. error": "{:.3f}",
-                "CI lower": "{:.3f}",
-                "CI upper": "{:.3f}",
+                "Estimate": "{:.4f}",
+                "Std. error": "{:.4f}",
+                "CI lower": "{:.4f}",
+                "CI upper": "{:.4f}",
             },
         ),
         "moment_fit": (

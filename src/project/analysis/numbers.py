@@ -21,7 +21,14 @@ from project.analysis.estimation import age_label
 from project.analysis.notation import type_name, variant_name
 from project.analysis.panel_statistics import weighted_mean, with_weights
 from project.analysis.style import method_name
-from project.analysis.tables import ALL_TYPES, RETIREMENT_AGE, retirement_age_table
+from project.analysis.tables import (
+    ALL_TYPES,
+    MEAN_WEALTH,
+    RETIREMENT_AGE,
+    STATISTIC,
+    retirement_age_table,
+    summary_statistics,
+)
 from project.calibration import load_calibration
 from project.estimation.products import SavedEstimation, load_estimation
 from project.persist.atomic import write_bytes_atomically
@@ -108,6 +115,12 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     ages = [age_label(m) for m in first.moments["moment"]]
     numbers["ages"] = f"{ages[0]} to {ages[-1]}".replace("-", "\u2013")
     numbers["n_subjects"] = f"{int(first.summary['settings']['n_subjects']):,}"
+    numbers["bounds"] = joined(
+        [
+            f"{SYMBOLS.get(row.param, row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
+            for row in first.estimates.itertuples(index=False)
+        ]
+    )
     return {"numbers": numbers, "sentence": " ".join(sentences)}
 
 
@@ -285,7 +298,7 @@ def paper_numbers(
             "results": results["results"],
             "counterfactual": results["counterfactual"],
             "welfare": welfare_text["sentence"],
-            "robustness": robustness_sentence(panels=panels, validation=validation)
+            "robustness": robustness_sentence(panels=panels, weights=weights, validation=validation)
             + monte_carlo_sentence(welfare),
         },
     }
@@ -328,26 +341,34 @@ def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
 
 
 def robustness_sentence(
-    *, panels: Mapping[str, pd.DataFrame], validation: Mapping[str, Any]
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame],
+    validation: Mapping[str, Any],
 ) -> str:
-    """Return the robustness paragraph: DC-EGM against grid search, and the grid's resolution."""
+    """Return the robustness paragraph: DC-EGM against grid search, and the grid's resolution.
+
+    The wealth gap is that of the summary statistics table (the weighted mean wealth of the
+    living), so the sentence states the table's number.
+    """
     if "baseline_grid" not in panels:
         return str(validation.get("robustness", ""))
+    pair = ("baseline", "baseline_grid")
     shares = {}
-    for variant in ("baseline", "baseline_grid"):
+    for variant in pair:
         living = panels[variant][panels[variant]["regime"].astype(str) != "dead"]
         retired = living["regime"].astype(str).eq("retired")
         shares[variant] = retired.groupby(living["age"]).mean()
     gap = float(np.max(np.abs(shares["baseline"] - shares["baseline_grid"])))
-    wealth = {
-        v: panels[v][panels[v]["regime"].astype(str) != "dead"]["wealth"].mean()
-        for v in ("baseline", "baseline_grid")
-    }
-    wealth_gap = abs(wealth["baseline_grid"] / wealth["baseline"] - 1)
+    table = summary_statistics(
+        panels={v: panels[v] for v in pair}, weights={v: weights[v] for v in pair if v in weights}
+    ).set_index(STATISTIC)
+    base, grid = (float(table.loc[MEAN_WEALTH, variant_name(v)]) for v in pair)
     return (
         "Solving the baseline by grid search instead of DC-EGM changes the share retired at "
-        f"any age by at most {number(100 * gap, decimals=1)} percentage points and mean "
-        f"wealth by {percent(wealth_gap)}. " + str(validation.get("robustness", ""))
+        f"any age by at most {number(100 * gap, decimals=1)} percentage points and the "
+        f"weighted mean wealth of the living (the summary statistics table) by "
+        f"{percent(abs(grid / base - 1))}. " + str(validation.get("robustness", ""))
     )
 
 

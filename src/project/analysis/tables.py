@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 STATISTIC = "Statistic"
+MEAN_WEALTH = "Mean wealth"
 WEALTH_TO_INCOME = "Wealth-to-income ratio"
 HOUSEHOLDS = "Households simulated"
 CONSUMPTION_CHANGE = "Consumption change at retirement"
@@ -121,7 +122,7 @@ def summary_statistics(
         income = income_of(frame, specification=(specifications or {}).get(variant))
         w = frame["weight"].to_numpy()
         stats = {
-            "Mean wealth": weighted_mean(frame["wealth"], w),
+            MEAN_WEALTH: weighted_mean(frame["wealth"], w),
             "Median wealth": weighted_median(frame["wealth"], w),
             "Mean consumption": weighted_mean(frame["consumption"], w),
             WEALTH_TO_INCOME: (
