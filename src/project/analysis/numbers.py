@@ -26,6 +26,7 @@ from project.analysis.tables import (
     MEAN_WEALTH,
     RETIREMENT_AGE,
     STATISTIC,
+    printed_statistic,
     retirement_age_table,
     summary_statistics,
 )
@@ -363,7 +364,10 @@ def robustness_sentence(
     table = summary_statistics(
         panels={v: panels[v] for v in pair}, weights={v: weights[v] for v in pair if v in weights}
     ).set_index(STATISTIC)
-    base, grid = (float(table.loc[MEAN_WEALTH, variant_name(v)]) for v in pair)
+    # as the table prints them, so that a reader's ratio of its numbers is the sentence's
+    base, grid = (
+        float(printed_statistic(MEAN_WEALTH, table.loc[MEAN_WEALTH, variant_name(v)])) for v in pair
+    )
     return (
         "Solving the baseline by grid search instead of DC-EGM changes the share retired at "
         f"any age by at most {number(100 * gap, decimals=1)} percentage points and the "

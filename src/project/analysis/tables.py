@@ -68,6 +68,14 @@ SUMMARY_FORMATS = {
     HOUSEHOLDS: "{:.0f}",
 }
 """Formats of the summary statistics' rows; the others print "{:.3f}"."""
+SUMMARY_DEFAULT_FORMAT = "{:.3f}"
+
+
+def printed_statistic(statistic: str, value: float) -> str:
+    """Return a summary statistic as its table prints it."""
+    return SUMMARY_FORMATS.get(statistic, SUMMARY_DEFAULT_FORMAT).format(value)
+
+
 SUMMARY_CAPTION = (
     "Simulated outcomes by variant: statistics of the living, weighted by the calibrated "
     "subject weights; wealth and consumption in model units. Retirement age: age in the first "
@@ -202,7 +210,10 @@ def write_summary_tables(
     has_income = WEALTH_TO_INCOME in set(summary[STATISTIC])
     written = write_table_files(
         table=format_rows(
-            table=summary, label_column=STATISTIC, formats=SUMMARY_FORMATS, default="{:.3f}"
+            table=summary,
+            label_column=STATISTIC,
+            formats=SUMMARY_FORMATS,
+            default=SUMMARY_DEFAULT_FORMAT,
         ),
         paths=paths["summary_statistics"],
         caption=SUMMARY_CAPTION + (INCOME_NOTE if has_income else NO_INCOME_NOTE),
