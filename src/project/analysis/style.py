@@ -157,10 +157,14 @@ def save_figure(
 
 
 def figure_legend(*, figure: Figure, axis: Axes, ncols: int | None = None) -> None:
-    """Put the legend of ``axis``'s labelled lines below all panels, in one row by default."""
+    """Put the legend of ``axis``'s labelled lines below all panels, in one row by default.
+
+    Below a single panel the entries are stacked (one row of them would be cut at the sides).
+    """
     handles, labels = axis.get_legend_handles_labels()
     if handles:
-        figure.legend(handles, labels, loc="outside lower center", ncols=ncols or len(handles))
+        default = len(handles) if len(figure.axes) > 1 else 1
+        figure.legend(handles, labels, loc="outside lower center", ncols=ncols or default)
 
 
 def from_zero(axis: Axes, *, top: float | None = None) -> None:
