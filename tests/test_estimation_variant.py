@@ -788,22 +788,17 @@ def test_an_estimate_saved_without_its_covariance_is_refused(tmp_path, at_bound)
         older.covariance  # noqa: B018
 
 
-def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_path, at_bound):
-    from project.analysis.estimation import searches_table
-
-    outcome = dataclasses.replace(
-        outcome_of(at_bound),
+def with_searches(result) -> EstimationOutcome:
+    """Return ``result``'s outcome with a search from the start and a two-search multistart."""
+    return dataclasses.replace(
+        outcome_of(result),
         searches={
             "from the start": {
-                "objective": at_bound.objective,
-                "params": at_bound.params,
+                "objective": result.objective,
+                "params": result.params,
                 "kept": True,
                 "local_searches": [
-                    {
-                        "start": {"crra": 3.0},
-                        "end": at_bound.params,
-                        "objective": at_bound.objective,
-                    }
+                    {"start": {"crra": 3.0}, "end": result.params, "objective": result.objective}
                 ],
             },
             "multistart": {
@@ -825,6 +820,12 @@ def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_
             },
         },
     )
+
+
+def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_path, at_bound):
+    from project.analysis.estimation import searches_table
+
+    outcome = with_searches(at_bound)
     save_estimation(outcome, directory=tmp_path / "est")
     table = searches_table({"baseline": load_estimation(tmp_path / "est")})
     assert table["Search"].tolist() == [
@@ -837,3 +838,48 @@ def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_
     assert table["Converged"].tolist() == ["", "", ""]  # recorded without the flag
     assert str(table["End"].iloc[2]) == "\u03b3 = 8.000, \u03b2 = 0.9200"
     assert "$gamma$ = 8.000" in table["End"].iloc[2].typst
+
+
+def test_the_estimation_report_s_latex_tables_hold_no_bare_unicode_math(tmp_path, clean, at_bound):
+    """The .tex files carry math as LaTeX ($\\gamma$, $g'Wg$, $\\partial m$), not as Unicode
+    symbols that pdflatex cannot typeset; with pdflatex and siunitx they compile."""
+    import shutil
+    import subprocess
+
+    from project.analysis.estimation import write_estimation_report
+
+    for variant, result in (("baseline", clean), ("low_pension", at_bound)):
+        save_estimation(
+            dataclasses.replace(with_searches(result), variant=variant),
+            directory=tmp_path / variant,
+        )
+    estimates = {v: load_estimation(tmp_path / v) for v in ("baseline", "low_pension")}
+    stems = ("estimates", "moment_fit", "estimation_searches", "identification")
+    paths = {f"{stem}_{s}": tmp_path / f"{stem}.{s}" for stem in stems for s in ("tex", "md")}
+    write_estimation_report(estimates=estimates, paths=paths)
+    allowed = set("\u2013\u2014")  # en and em dash: pdflatex's utf8 input maps them
+    for stem in stems:
+        text = (tmp_path / f"{stem}.tex").read_text()
+        bare = sorted({c for c in text if ord(c) > 127} - allowed)
+        assert bare == [], (stem, bare)
+    if (
+        shutil.which("pdflatex") is None
+        or not subprocess.run(
+            ["kpsewhich", "siunitx.sty"], capture_output=True, text=True, check=False
+        ).stdout.strip()
+    ):
+        return  # the character check above is the test without LaTeX
+    inputs = "".join(f"\\input{{{stem}.tex}}\n" for stem in stems)
+    (tmp_path / "doc.tex").write_text(
+        "\\documentclass{article}\n\\usepackage{booktabs,siunitx,graphicx}\n"
+        f"\\begin{{document}}\n{inputs}\\end{{document}}\n"
+    )
+    completed = subprocess.run(
+        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert completed.returncode == 0, (tmp_path / "doc.log").read_text(errors="replace")[-3000:]

@@ -131,6 +131,9 @@ def test_the_table_has_a_row_per_measure():
     assert list(table.columns) == ["Check", "Measure", "Value", "Detail"]
     assert len(table) == 2 + 3 + 2 * 2 + 3
     assert isinstance(table, pd.DataFrame)
+    details = [d for d in table["Detail"] if "max." in str(d)]  # the grid gap's maximum
+    assert [d.latex for d in details] == ["baseline; max. $1.0 \\times 10^{0}$"]
+    assert [str(d) for d in details] == ["baseline; max. 1.0 \u00d7 10\u2070"]
     numbers = validation_numbers(results)
     assert numbers["euler_mean_log10"] == "\u22125.50"
     assert numbers["grid_choice_differs"] == "2.0 %"

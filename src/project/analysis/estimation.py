@@ -19,8 +19,7 @@ import pandas as pd
 
 from project.analysis import style
 from project.analysis.identification import (
-    IDENTIFICATION_CAPTION,
-    condition_notes,
+    identification_caption,
     identification_table,
     plot_criterion_profiles,
 )
@@ -32,7 +31,7 @@ from project.analysis.notation import (
     variant_name,
     with_plain_parameters,
 )
-from project.analysis.table_output import Symbol, write_table_files
+from project.analysis.table_output import Symbol, typst_escape, write_table_files
 from project.estimation.products import SavedEstimation
 
 Z_95 = 1.959963984540054
@@ -111,12 +110,17 @@ def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(MOMENT_FIT_COLUMNS))
 
 
-SEARCHES_CAPTION = (
+_SEARCHES = (
     "Every local search of the estimation: where it started, where it ended and its criterion "
-    "(g\u2032Wg, the weighted sum of squared moment differences). The search from the start "
+    "({criterion}, the weighted sum of squared moment differences). The search from the start "
     "and the multistart's local searches (from the best points sampled within the bounds); "
     "the estimate is the end point with the lowest criterion (Kept). A search that did not "
     "converge stopped at its iteration limit."
+)
+SEARCHES_CAPTION = Symbol(
+    text=_SEARCHES.format(criterion="g\u2032Wg"),
+    latex=_SEARCHES.format(criterion="$g'Wg$"),
+    typst=typst_escape(_SEARCHES.format(criterion="g\u2032Wg")),
 )
 SEARCHES_COLUMNS = ("Variant", "Search", "Start", "End", "Criterion", "Converged", "Kept")
 
@@ -237,7 +241,7 @@ def write_estimation_report(
         ),
         "identification": (
             identification_table(estimates),
-            IDENTIFICATION_CAPTION + condition_notes(estimates),
+            identification_caption(estimates),
             {"Slope": "{:.3f}", "Sensitivity": "{:.3f}"},
         ),
     }

@@ -18,6 +18,7 @@ import pandas as pd
 
 from project.analysis import style
 from project.analysis.notation import age_label, parameter_label, plain_parameter, variant_name
+from project.analysis.table_output import Symbol, latex_escape, typst_escape
 from project.estimation.products import SavedEstimation
 
 IDENTIFICATION_COLUMNS = ("Variant", "Ages", "Parameter", "Slope", "Sensitivity")
@@ -27,6 +28,29 @@ IDENTIFICATION_CAPTION = (
     "moment ((G′WG)⁻¹G′W: the estimate's change when that data moment rises by one unit, the "
     "others fixed)."
 )
+IDENTIFICATION_CAPTION_LATEX = (
+    "Identification at the estimate: the slope of each simulated moment in each estimated "
+    r"parameter ($\partial m/\partial\theta$, the Jacobian $G$) and the sensitivity of each "
+    r"estimate to each data moment ($(G'WG)^{-1}G'W$: the estimate's change when that data "
+    "moment rises by one unit, the others fixed)."
+)
+
+
+def identification_caption(estimates: Mapping[str, SavedEstimation]) -> Symbol:
+    """Return the table's caption with each variant's condition number, in every format."""
+    notes = {
+        variant_name(v): f"{float(saved.summary['condition_number']):.3g}"
+        for v, saved in estimates.items()
+    }
+    text = IDENTIFICATION_CAPTION + "".join(
+        f" {name}: condition number of the normalised G′WG {value}."
+        for name, value in notes.items()
+    )
+    latex = IDENTIFICATION_CAPTION_LATEX + "".join(
+        f" {latex_escape(name)}: condition number of the normalised $G'WG$ {value}."
+        for name, value in notes.items()
+    )
+    return Symbol(text=text, latex=latex, typst=typst_escape(text))
 
 
 def identification_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
@@ -48,16 +72,6 @@ def identification_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFra
                     }
                 )
     return pd.DataFrame(rows, columns=list(IDENTIFICATION_COLUMNS))
-
-
-def condition_notes(estimates: Mapping[str, SavedEstimation]) -> str:
-    """Return each variant's condition number of the normalised G′WG as a caption sentence."""
-    notes = [
-        f"{variant_name(v)}: condition number of the normalised G′WG "
-        f"{float(saved.summary['condition_number']):.3g}."
-        for v, saved in estimates.items()
-    ]
-    return " " + " ".join(notes)
 
 
 def plot_criterion_profiles(
