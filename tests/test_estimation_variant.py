@@ -17,6 +17,7 @@ import numpy as np
 import optimagic as om
 import pandas as pd
 import pytest
+from latex_documents import compile_tables, latex_ready
 from small_regimes import DISTRIBUTION, GROUPS, SIZES, STATES
 
 from project import solve
@@ -843,9 +844,6 @@ def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_
 def test_the_estimation_report_s_latex_tables_hold_no_bare_unicode_math(tmp_path, clean, at_bound):
     """The .tex files carry math as LaTeX ($\\gamma$, $g'Wg$, $\\partial m$), not as Unicode
     symbols that pdflatex cannot typeset; with pdflatex and siunitx they compile."""
-    import shutil
-    import subprocess
-
     from project.analysis.estimation import write_estimation_report
 
     for variant, result in (("baseline", clean), ("low_pension", at_bound)):
@@ -862,24 +860,7 @@ def test_the_estimation_report_s_latex_tables_hold_no_bare_unicode_math(tmp_path
         text = (tmp_path / f"{stem}.tex").read_text()
         bare = sorted({c for c in text if ord(c) > 127} - allowed)
         assert bare == [], (stem, bare)
-    if (
-        shutil.which("pdflatex") is None
-        or not subprocess.run(
-            ["kpsewhich", "siunitx.sty"], capture_output=True, text=True, check=False
-        ).stdout.strip()
-    ):
+    if not latex_ready():
         return  # the character check above is the test without LaTeX
-    inputs = "".join(f"\\input{{{stem}.tex}}\n" for stem in stems)
-    (tmp_path / "doc.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{booktabs,siunitx,graphicx}\n"
-        f"\\begin{{document}}\n{inputs}\\end{{document}}\n"
-    )
-    completed = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert completed.returncode == 0, (tmp_path / "doc.log").read_text(errors="replace")[-3000:]
+    code, log = compile_tables(tmp_path, stems=list(stems))
+    assert code == 0, log[-3000:]

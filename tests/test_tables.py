@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 
 import numpy as np
 import pandas as pd
 import pytest
+from latex_documents import compile_tables, latex_ready
 
 from project.analysis.notation import parameter_label, variant_name
 from project.analysis.panel_statistics import weighted_median
@@ -294,16 +293,7 @@ def test_a_typst_document_including_the_tables_compiles(tmp_path):
     assert pdf.startswith(b"%PDF")
 
 
-def _latex_ready() -> bool:
-    if shutil.which("pdflatex") is None or shutil.which("kpsewhich") is None:
-        return False
-    found = subprocess.run(
-        ["kpsewhich", "siunitx.sty"], capture_output=True, text=True, check=False
-    )
-    return bool(found.stdout.strip())
-
-
-@pytest.mark.skipif(not _latex_ready(), reason="needs pdflatex with siunitx")
+@pytest.mark.skipif(not latex_ready(), reason="needs pdflatex with siunitx")
 def test_a_latex_document_inputting_the_tables_compiles_without_overfull_boxes(tmp_path):
     write_parameter_table(
         specifications=SPECIFICATIONS,
@@ -327,21 +317,8 @@ def test_a_latex_document_inputting_the_tables_compiles_without_overfull_boxes(t
             "retirement_age": {s: tmp_path / f"retirement.{s}" for s in ("tex", "md")},
         },
     )
-    (tmp_path / "doc.tex").write_text(
-        "\\documentclass{article}\n\\usepackage{booktabs,siunitx,graphicx}\n"
-        "\\begin{document}\n\\input{parameters.tex}\n\\input{t.tex}\n"
-        "\\input{summary.tex}\n\\input{retirement.tex}\n\\end{document}\n"
-    )
-    completed = subprocess.run(
-        ["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "doc.tex"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    log = (tmp_path / "doc.log").read_text(errors="replace")
-    assert completed.returncode == 0, log[-3000:]
+    code, log = compile_tables(tmp_path, stems=["parameters", "t", "summary", "retirement"])
+    assert code == 0, log[-3000:]
     assert (tmp_path / "doc.pdf").read_bytes().startswith(b"%PDF")
     assert "Overfull \\hbox" not in log, log
 

@@ -187,8 +187,9 @@ class EstimationSettings:
     without converging, and ends there as not converged: the searches table says so).
     ``weighting``: ``"efficient"`` weighs each moment by the inverse of its sampling variance
     including the simulation noise (the SCF age groups are disjoint samples, so the data
-    moments are independent and this diagonal W is the efficient one, under which the J-test's
-    chi-square reference holds); ``"data"`` by the data variance alone.
+    moments are independent and this diagonal W is the efficient one, under which J is
+    chi-square, up to the correlation of neighbouring ages' simulated moments, which share
+    simulated households and which it leaves out); ``"data"`` by the data variance alone.
     """
 
     estimated: tuple[str, ...] = ("crra", "beta")

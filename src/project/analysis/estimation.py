@@ -28,13 +28,15 @@ from project.analysis.notation import (
     Notation,
     age_label,
     parameter_label,
+    printed_decimals,
     variant_name,
     with_plain_parameters,
 )
 from project.analysis.table_output import Symbol, typst_escape, write_table_files
+from project.estimation.inference import CRITICAL
 from project.estimation.products import SavedEstimation
 
-Z_95 = 1.959963984540054
+Z_95 = CRITICAL
 ESTIMATES_CAPTION = (
     "Preferences estimated by simulated moments from SCF wealth-to-income ratios: estimates, "
     "standard errors (including the simulation noise) and 95% confidence intervals."
@@ -164,8 +166,7 @@ def point_cell(point: Mapping[str, float]) -> Symbol | str:
     parts = []
     for name, value in sorted(point.items(), key=lambda item: _rank(item[0], order)):
         notation = PARAMETERS.get(name) or Notation(name, name, name, name)
-        decimals = 4 if name == "beta" else 3
-        parts.append((notation, f"{float(value):.{decimals}f}"))
+        parts.append((notation, f"{float(value):.{printed_decimals(name)}f}"))
     return Symbol(
         text=", ".join(f"{n.text} = {v}" for n, v in parts),
         latex=", ".join(f"${n.latex}$ = {v}" for n, v in parts),

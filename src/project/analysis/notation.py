@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from numbers import Integral
 
 from project.analysis import style
-from project.analysis.table_output import Symbol, latex_escape, typst_escape
+from project.analysis.table_output import Symbol, concatenated, latex_escape, typst_escape
 
 
 @dataclass(frozen=True)
@@ -78,13 +78,12 @@ def parameter_label(name: str, *, estimated: bool = False) -> Symbol:
     """
     notation = PARAMETERS.get(name) or Notation(_capitalised(name))
     label = described(notation.description, notation=notation)
-    if not estimated:
-        return label
-    return Symbol(
-        text=label.text + ESTIMATED_MARK,
-        latex=label.latex + ESTIMATED_MARK,
-        typst=label.typst + ESTIMATED_MARK,
-    )
+    return concatenated(label, ESTIMATED_MARK) if estimated else label
+
+
+def printed_decimals(name: str) -> int:
+    """Return how many decimals an estimate of param ``name`` prints with (beta: 4, else 3)."""
+    return 4 if name == "beta" else 3
 
 
 def described(text: str, *, notation: Notation) -> Symbol:

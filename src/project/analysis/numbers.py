@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from project.analysis.estimation import age_label
-from project.analysis.notation import type_name, variant_name
+from project.analysis.notation import printed_decimals, type_name, variant_name
 from project.analysis.panel_statistics import weighted_mean, with_weights
 from project.analysis.style import method_name
 from project.analysis.tables import (
@@ -101,7 +101,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     for variant, saved in estimates.items():
         own: dict[str, str] = {}
         for row in saved.estimates.itertuples(index=False):
-            decimals = 4 if row.param == "beta" else 3
+            decimals = printed_decimals(row.param)
             own[row.param] = number(row.estimate, decimals=decimals)
             own[f"{row.param}_se"] = (
                 AT_BOUND if row.at_bound else number(row.std_error, decimals=decimals)

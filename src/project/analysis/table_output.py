@@ -328,6 +328,16 @@ def render(cell: Cell, *, fmt: str) -> str:
     return escape(str(cell))
 
 
+def concatenated(*parts: str | Symbol) -> Symbol:
+    """Return ``parts`` one after another as a cell: plain text escaped, symbols as marked up."""
+    cells = [part if isinstance(part, Symbol) else None for part in parts]
+    return Symbol(
+        text="".join(str(part) for part in parts),
+        latex="".join(c.latex if c else latex_escape(p) for c, p in zip(cells, parts, strict=True)),
+        typst="".join(c.typst if c else typst_escape(p) for c, p in zip(cells, parts, strict=True)),
+    )
+
+
 def latex_escape(text: str) -> str:
     """Return ``text`` with LaTeX's special characters escaped."""
     return "".join(_LATEX_SPECIAL.get(char, char) for char in str(text))

@@ -36,7 +36,7 @@ from project.analysis.accuracy import (
     euler_summary,
     ijrs_oracle_check,
 )
-from project.analysis.table_output import Symbol, latex_escape, typst_escape, write_table_files
+from project.analysis.table_output import Symbol, concatenated, write_table_files
 from project.persist.atomic import write_bytes_atomically
 from project.pipeline import build_variant_model, load_variant_solution
 from project.regimes.solution import RegimeSolution
@@ -154,7 +154,7 @@ def validation_table(results: Mapping[str, Any]) -> pd.DataFrame:
                 "DC-EGM vs grid search",
                 "Mean abs. difference in V",
                 scientific(gap["value_mean"]),
-                prefixed("baseline; max. ", scientific(gap["value_max"])),
+                concatenated("baseline; max. ", scientific(gap["value_max"])),
             ),
             (
                 "DC-EGM vs grid search",
@@ -262,15 +262,6 @@ def scientific(value: float, *, digits: int = 1) -> Symbol:
         text=f"{mantissa.replace('-', MINUS)} \u00d7 10{_superscript(power)}",
         latex=rf"${mantissa} \times 10^{{{power}}}$",
         typst=f"${mantissa} times 10^({power})$",
-    )
-
-
-def prefixed(text: str, symbol: Symbol) -> Symbol:
-    """Return plain ``text`` followed by ``symbol``, in each format's markup."""
-    return Symbol(
-        text=text + symbol.text,
-        latex=latex_escape(text) + symbol.latex,
-        typst=typst_escape(text) + symbol.typst,
     )
 
 

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from project.estimation.inference import CRITICAL
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
@@ -57,8 +58,6 @@ logger = logging.getLogger("project.analysis")
 NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_weight")
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
 MINUS = "\u2212"
-CONFIDENCE_Z = 1.959963984540054
-"""The standard normal's 97.5 % quantile: λ's 95 % interval is λ ± z se."""
 SMALLEST_PRINTED = 0.005
 """A standard error below this many percentage points prints as "< 0.01 %", not "0.00 %"."""
 DELTA_RELATIVE_STEP = 1e-3
@@ -357,8 +356,7 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
                 _percent(error) if 100 * error >= SMALLEST_PRINTED else "< 0.01 %"
             )
             numbers[f"lambda{suffix}_ci"] = (
-                f"[{_percent(value - CONFIDENCE_Z * error)}, "
-                f"{_percent(value + CONFIDENCE_Z * error)}]"
+                f"[{_percent(value - CRITICAL * error)}, {_percent(value + CRITICAL * error)}]"
             )
     return numbers
 

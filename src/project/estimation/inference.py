@@ -28,6 +28,8 @@ import scipy.stats
 from project.estimation.errors import EstimationError
 
 CONFIDENCE = 0.95
+CRITICAL = float(scipy.stats.norm.ppf(0.5 + CONFIDENCE / 2))
+"""The standard normal quantile of the two-sided ``CONFIDENCE`` interval (1.96)."""
 FLAT_TOLERANCE = 1e-8
 """A param whose scaled Jacobian column is this small relative to the largest is unidentified."""
 SHOWN = 3
@@ -118,7 +120,6 @@ def infer(
     covariance = bread @ meat @ bread
     covariance = (covariance + covariance.T) / 2
     standard_errors = np.sqrt(np.diag(covariance))
-    critical = float(scipy.stats.norm.ppf(0.5 + CONFIDENCE / 2))
     moment_standard_errors = np.sqrt(np.diag(corrected_covariance))
     j_statistic = float(residuals @ np.linalg.solve(corrected_covariance, residuals))
     dof = len(residuals) - len(estimates)
@@ -126,8 +127,8 @@ def infer(
     return Inference(
         covariance=covariance,
         standard_errors=standard_errors,
-        ci_lower=estimates - critical * standard_errors,
-        ci_upper=estimates + critical * standard_errors,
+        ci_lower=estimates - CRITICAL * standard_errors,
+        ci_upper=estimates + CRITICAL * standard_errors,
         moment_standard_errors=moment_standard_errors,
         moment_t_stats=residuals / moment_standard_errors,
         j_statistic=j_statistic,

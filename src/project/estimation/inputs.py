@@ -109,13 +109,8 @@ class MomentProblem:
         return len(self.names)
 
     @property
-    def simulation_factor(self) -> np.ndarray:
-        """Return ``1 + n_data / n_simulated`` per moment (1 for an exact moment function)."""
-        return 1.0 + self.n_data / self.n_simulated
-
-    @property
     def corrected_covariance(self) -> np.ndarray:
-        """Return Omega_s = D Omega D, D = diag(sqrt(simulation_factor))."""
+        """Return Omega_s = D Omega D, D = diag(sqrt(1 + n_data / n_simulated))."""
         return corrected_for_simulation(
             covariance=self.covariance, n_data=self.n_data, n_simulated=self.n_simulated
         )
