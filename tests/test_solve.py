@@ -299,3 +299,20 @@ def test_default_model_solves_with_finite_values():
     # More wealth is better, and the leisure-loving type values work less.
     assert (np.diff(v0, axis=-1) >= 0).all()
     assert (v0[1, 0] <= v0[0, 0] + 1e-6).all()
+
+
+def test_value_function_is_every_period_of_values_from_one_program():
+    from project.solver.solution import split_periods
+
+    model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=4)
+    solution = solve(
+        model=model,
+        params={"beta": 0.95, "r": 0.0, "income_rho": 0.9, "income_sigma": 0.2},
+        log_level="off",
+    )
+    before = split_periods._cache_size()
+    periods = solution.value_function
+    assert len(periods) == 4
+    for t, value in enumerate(periods):
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(solution.values[t]))
+    assert split_periods._cache_size() <= before + 1  # one program for all periods

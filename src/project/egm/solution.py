@@ -23,6 +23,7 @@ from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.choice import first_argmax
 from project.solver.grid_cache import grid_points_of
+from project.solver.solution import split_periods
 from project.solver.states import validate_states
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
@@ -66,8 +67,7 @@ class EGMSolution:
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
         """Return V of every period on the model's state grids (axes as in a grid solution)."""
-        values = self.grid_values
-        return tuple(values[t] for t in range(self.model.n_periods))
+        return split_periods(self.grid_values)
 
     @cached_property
     def grid_values(self) -> jax.Array:

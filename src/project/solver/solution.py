@@ -77,8 +77,8 @@ class Solution:
 
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
-        """Return V of every period (views of ``values``)."""
-        return tuple(self.values[t] for t in range(self.model.n_periods))
+        """Return V of every period (slices of ``values``, taken in one dispatch)."""
+        return split_periods(self.values)
 
     @cached_property
     def policy_indices(self) -> tuple[dict[str, jax.Array], ...]:
@@ -200,3 +200,14 @@ def _require_discrete_choice(model: Model) -> None:
             f"give probabilities of. Its actions are {list(model.action_names)}; use policy()."
         )
         raise ModelSpecificationError(msg)
+
+
+@jax.jit
+def split_periods(stacked: jax.Array) -> tuple[jax.Array, ...]:
+    """Return the slices of ``stacked`` along its first axis, all from one compiled program.
+
+    Slicing period by period dispatches one small program per period: about 0.6 ms each on a
+    GPU, which made reading V of a 30-period model ten times slower than solving it.
+    """
+    return tuple(stacked[t] for t in range(stacked.shape[0]))
+
