@@ -161,13 +161,18 @@ def _panel(retire_ages: dict[int, float]) -> pd.DataFrame:
     return frame
 
 
+SAME_RETIREMENT_AGE = {
+    v: {"params": {"mandatory_retirement_age": 62.0}} for v in ("baseline", "low_pension")
+}
+
+
 def test_results_sentences_follow_the_numbers():
     from project.analysis.numbers import results_numbers
 
     same = results_numbers(
         panels={"baseline": _panel({0: 61.0}), "low_pension": _panel({0: 61.0})},
         weights={},
-        mandatory_age=62.0,
+        specifications=SAME_RETIREMENT_AGE,
     )
     assert "keep retiring at 61.0" in same["counterfactual"]
     assert ("lowers" not in same["counterfactual"] and "raises" not in same["counterfactual"]) or (
@@ -176,9 +181,34 @@ def test_results_sentences_follow_the_numbers():
     later = results_numbers(
         panels={"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 62.0})},
         weights={},
-        mandatory_age=62.0,
+        specifications=SAME_RETIREMENT_AGE,
     )
     assert "postpone retirement on average (from 60.0 to 62.0)" in later["counterfactual"]
+
+
+def test_the_counterfactual_wealth_change_is_that_of_the_summary_table():
+    from project.analysis.numbers import results_numbers
+    from project.analysis.tables import STATISTIC, summary_statistics
+
+    panels = {"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 62.0})}
+    panels["low_pension"]["wealth"] *= 1.25
+    table = summary_statistics(panels=panels, specifications=SAME_RETIREMENT_AGE)
+    row = table.set_index(STATISTIC).loc["Mean wealth at age 61"]
+    assert row["Low pension"] == pytest.approx(1.25 * row["Baseline"])
+    numbers = results_numbers(panels=panels, weights={}, specifications=SAME_RETIREMENT_AGE)
+    assert numbers["numbers"]["probe_age"] == "61"
+    assert "raises mean wealth at age 61 by 25.0 %" in numbers["counterfactual"]
+
+
+def test_variants_with_different_retirement_ages_have_no_common_probe_age():
+    from project.analysis.numbers import results_numbers
+    from project.errors import ConfigurationError
+
+    panels = {"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 60.0})}
+    specifications = dict(SAME_RETIREMENT_AGE)
+    specifications["low_pension"] = {"params": {"mandatory_retirement_age": 65.0}}
+    with pytest.raises(ConfigurationError, match="mandatory retirement age"):
+        results_numbers(panels=panels, weights={}, specifications=specifications)
 
 
 def test_the_monte_carlo_check_reports_the_distance_in_standard_errors():

@@ -181,7 +181,11 @@ def test_parameter_table_fits_and_prints_no_code_names(tmp_path):
     assert rows["Pension p"] == ["0.4", "0.3", "0.4"]
     assert rows["Ages"] == ["60–63"] * 3
     assert rows["One-year survival s_t"] == ["SSA life table", "0.990 … 0.960", "SSA life table"]
-    assert rows["Wealth × consumption grid"] == ["12 × 12"] * 3
+    assert rows["Wealth grid points"] == ["12"] * 3
+    # EGM and DC-EGM compute consumption: only the grid-search variant shows its action grid
+    assert rows["Consumption grid points"] == ["", "", "12"]
+    without_methods = parameter_table(specifications=SPECIFICATIONS).set_index("Parameter")
+    assert list(without_methods.loc["Consumption grid points"]) == ["", "", "12"]
     assert rows["Savings grid points"] == ["30", "30", ""]
     assert rows["Solution method"] == ["DC-EGM", "DC-EGM", "grid search"]
     paths = {s: tmp_path / f"parameters.{s}" for s in ("tex", "typ", "md")}

@@ -9,11 +9,18 @@ display name (``low_pension``: "Low pension"), a method its name (``dcegm``: "DC
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
 from project.analysis import style
-from project.analysis.table_output import Symbol, concatenated, latex_escape, typst_escape
+from project.analysis.table_output import (
+    MINUS,
+    Symbol,
+    concatenated,
+    latex_escape,
+    typst_escape,
+)
 
 
 @dataclass(frozen=True)
@@ -115,3 +122,28 @@ def with_plain_parameters(text: str) -> str:
 def _capitalised(name: str) -> str:
     text = str(name).replace("_", " ").strip()
     return text[:1].upper() + text[1:]
+
+
+def number(value: float, *, decimals: int) -> str:
+    """Return ``value`` with ``decimals`` decimals and a true minus sign (U+2212); no "−0"."""
+    text = f"{float(value):.{decimals}f}"
+    if float(text) == 0:
+        text = text.lstrip("-")
+    return text.replace("-", MINUS)
+
+
+def percent(value: float, *, decimals: int = 1) -> str:
+    """Return the share ``value`` as a percentage ("12.5 %")."""
+    return f"{number(100 * float(value), decimals=decimals)} %"
+
+
+def joined(items: Sequence[str]) -> str:
+    """Return "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def symbol(name: str) -> str:
+    """Return a param's symbol in running text ("γ" for ``crra``); its name when it has none."""
+    notation = PARAMETERS.get(name)
+    return notation.text if notation is not None and notation.text else name

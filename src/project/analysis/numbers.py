@@ -10,7 +10,7 @@ results ("raises"/"lowers") is generated here, never typed in the paper.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +18,14 @@ import numpy as np
 import pandas as pd
 
 from project.analysis.estimation import age_label
-from project.analysis.notation import printed_decimals, type_name, variant_name
-from project.analysis.panel_statistics import weighted_mean, with_weights
+from project.analysis.notation import (
+    joined,
+    number,
+    percent,
+    printed_decimals,
+    symbol,
+    variant_name,
+)
 from project.analysis.style import method_name
 from project.analysis.tables import (
     ALL_TYPES,
@@ -27,10 +33,19 @@ from project.analysis.tables import (
     RETIREMENT_AGE,
     STATISTIC,
     printed_statistic,
+    probe_age,
     retirement_age_table,
     summary_statistics,
+    wealth_at_age_row,
+)
+from project.analysis.welfare_text import (
+    monte_carlo_sentence,
+    precise_types_sentence,
+    welfare_sentence,
 )
 from project.calibration import load_calibration
+from project.errors import ConfigurationError
+from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation, load_estimation
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
@@ -38,11 +53,7 @@ from project.persist.manifest import read_json_object
 from project.pipeline import read_specification, solution_method
 from project.provenance import product_provenance
 
-MINUS = "\u2212"
 RERUN = "Run pytask to rebuild it."
-SYMBOLS = {"crra": "\u03b3", "beta": "\u03b2"}
-"""The estimated params' symbols in the text (gamma, beta)."""
-CONFIDENCE = 0.95
 AT_BOUND = "at a bound"
 """Printed instead of the standard error of an estimate at a bound of its search interval."""
 RETIREMENT_AGE_DECIMALS = 1
@@ -51,19 +62,6 @@ VARIANT_NAMES = {
     "low_pension": "the low-pension variant",
     "baseline_grid": "the baseline solved by grid search",
 }
-
-
-def number(value: float, *, decimals: int) -> str:
-    """Return ``value`` with ``decimals`` decimals and a true minus sign (U+2212)."""
-    text = f"{float(value):.{decimals}f}"
-    if float(text) == 0:
-        text = text.lstrip("-")
-    return text.replace("-", MINUS)
-
-
-def percent(value: float, *, decimals: int = 1) -> str:
-    """Return the share ``value`` as a percentage ("12.5 %")."""
-    return f"{number(100 * float(value), decimals=decimals)} %"
 
 
 def _p_value(value: float) -> str:
@@ -118,7 +116,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     numbers["n_subjects"] = f"{int(first.summary['settings']['n_subjects']):,}"
     numbers["bounds"] = joined(
         [
-            f"{SYMBOLS.get(row.param, row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
+            f"{symbol(row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
             for row in first.estimates.itertuples(index=False)
         ]
     )
@@ -127,7 +125,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
 
 def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstimation) -> str:
     estimated = ", ".join(
-        f"{SYMBOLS.get(p, p)} = {own[p]} "
+        f"{symbol(p)} = {own[p]} "
         + (f"({AT_BOUND})" if own[f"{p}_se"] == AT_BOUND else f"(s.e. {own[f'{p}_se']})")
         for p in saved.estimates["param"]
     )
@@ -141,7 +139,7 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
     )
     at_bound = saved.summary.get("params_at_bound", [])
     if at_bound:
-        names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
+        names = " and ".join(symbol(p) for p in at_bound)
         sentence += (
             f" The estimate of {names} lies at a bound of its search interval, where no "
             "standard error or interval is valid; the table reports none."
@@ -165,18 +163,33 @@ def retirement_ages(
     return ages
 
 
-def mean_wealth_at(*, panel: pd.DataFrame, weights: pd.DataFrame | None, age: float) -> float:
-    """Return the weighted mean wealth of the living at ``age``."""
-    frame = with_weights(panel=panel, weights=weights)
-    rows = frame[frame["age"] == age]
-    return weighted_mean(rows["wealth"], rows["weight"])
+def printed_wealth_at_probe(
+    *,
+    panels: Mapping[str, pd.DataFrame],
+    weights: Mapping[str, pd.DataFrame],
+    specifications: Mapping[str, Mapping[str, Any]],
+) -> tuple[float, dict[str, float]]:
+    """Return the probe age and each variant's mean wealth there, as the summary table prints it."""
+    age = probe_age(specifications)
+    if age is None:
+        msg = (
+            f"Variants {sorted(specifications)} do not all state one mandatory retirement age "
+            "in their model.json params, so the paper has no common age at which to compare "
+            "their wealth. Give the counterfactual the status quo's retirement age."
+        )
+        raise ConfigurationError(msg)
+    table = summary_statistics(
+        panels=panels, weights=weights, specifications=specifications
+    ).set_index(STATISTIC)
+    row = wealth_at_age_row(age)
+    return age, {v: float(printed_statistic(row, table.loc[row, variant_name(v)])) for v in panels}
 
 
 def results_numbers(
     *,
     panels: Mapping[str, pd.DataFrame],
     weights: Mapping[str, pd.DataFrame],
-    mandatory_age: float,
+    specifications: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, Any]:
     """Return retirement ages by type and variant, and the cut's effect on wealth."""
     ages = retirement_ages(panels=panels, weights=weights)
@@ -189,11 +202,12 @@ def results_numbers(
         + joined([f"{t.lower()} households retire at {a}" for t, a in numbers["baseline"].items()])
         + " on average."
     )
-    probe = mandatory_age - 1
-    wealth = {
-        v: mean_wealth_at(panel=panels[v], weights=weights.get(v), age=probe)
-        for v in ("baseline", "low_pension")
-    }
+    pair = ("baseline", "low_pension")
+    probe, wealth = printed_wealth_at_probe(
+        panels={v: panels[v] for v in pair},
+        weights={v: weights[v] for v in pair if v in weights},
+        specifications={v: specifications[v] for v in pair},
+    )
     change = wealth["low_pension"] / wealth["baseline"] - 1
     numbers["wealth_change"] = percent(abs(change))
     numbers["probe_age"] = number(probe, decimals=0)
@@ -211,7 +225,7 @@ def results_numbers(
         )
     counterfactual = (
         f"The cut {direction} mean wealth at age {numbers['probe_age']} by "
-        f"{numbers['wealth_change']}, and " + joined(moves) + "."
+        f"{numbers['wealth_change']} (the summary statistics table), and " + joined(moves) + "."
     )
     return {"numbers": numbers, "results": results, "counterfactual": counterfactual}
 
@@ -280,7 +294,7 @@ def paper_numbers(
     results = results_numbers(
         panels=panels,
         weights=weights,
-        mandatory_age=float(specifications["baseline"]["params"]["mandatory_retirement_age"]),
+        specifications=specifications,
     )
     welfare_text = welfare_sentence(welfare)
     return {
@@ -298,47 +312,16 @@ def paper_numbers(
             "estimation": estimation["sentence"],
             "results": results["results"],
             "counterfactual": results["counterfactual"],
-            "welfare": welfare_text["sentence"],
+            "welfare": welfare_text["sentence"]
+            + precise_types_sentence(
+                welfare,
+                retirement_ages={v: results["numbers"][v] for v in ("baseline", "low_pension")},
+                mandatory_age=model["mandatory_age"],
+            ),
             "robustness": robustness_sentence(panels=panels, weights=weights, validation=validation)
             + monte_carlo_sentence(welfare),
         },
     }
-
-
-def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
-    """Return the abstract's and the counterfactual section's sentences on welfare.
-
-    With the delta-method standard errors of ``welfare`` (``lambda_se``), both say how precise
-    λ is given the estimated preferences.
-    """
-    overall = float(welfare["lambda"])
-    size = percent(abs(overall), decimals=2)
-    verb = "loss" if overall < 0 else "gain"
-    printed = welfare.get("numbers", {})
-    by_type = "; ".join(
-        f"{type_name(t).lower()} households {percent(v, decimals=2)}"
-        + (f" (s.e. {printed[f'lambda_{t}_se']})" if f"lambda_{t}_se" in printed else "")
-        for t, v in welfare["lambda_by_type"].items()
-    )
-    abstract = f"The cut is a welfare {verb} worth {size} of consumption in every period and state"
-    sentence = f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)}"
-    if "lambda_se" in printed:
-        error = printed["lambda_se"]
-        abstract += f" (standard error {error}, from the estimated preferences)"
-        sentence += (
-            f" (standard error {error}; {percent(CONFIDENCE, decimals=0)} interval "
-            f"{printed['lambda_ci']}), the standard error carrying the sampling uncertainty of "
-            "the estimated preferences by the delta method"
-        )
-    sentence += f". By type: {by_type}."
-    at_bound = welfare.get("values", {}).get("params_at_bound", [])
-    if at_bound:
-        names = " and ".join(SYMBOLS.get(p, p) for p in at_bound)
-        sentence += (
-            f" No standard error is given: the estimate of {names} lies at a bound of its "
-            "search interval, where the delta method does not apply."
-        )
-    return {"abstract": abstract + ".", "sentence": sentence}
 
 
 def robustness_sentence(
@@ -374,30 +357,6 @@ def robustness_sentence(
         f"weighted mean wealth of the living (the summary statistics table) by "
         f"{percent(abs(grid / base - 1))}. " + str(validation.get("robustness", ""))
     )
-
-
-def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
-    """Return the Monte Carlo check of the welfare measure (empty without one)."""
-    values = welfare.get("values", {})
-    needed = ("consumption_utility", "simulated_consumption_utility")
-    if not all(k in values for k in needed) or not values.get("simulated_consumption_utility_se"):
-        return ""
-    exact, simulated = values["consumption_utility"], values["simulated_consumption_utility"]
-    error = values["simulated_consumption_utility_se"]
-    distance = abs(simulated - exact) / error
-    return (
-        " The expected discounted utility of consumption behind λ, computed from the solution "
-        f"({number(exact, decimals=2)}), and its Monte Carlo estimate from the "
-        f"{int(values.get('n_households', 0)):,} simulated households "
-        f"({number(simulated, decimals=2)}, standard error {number(error, decimals=3)}) are "
-        f"{number(distance, decimals=1)} standard errors apart."
-    )
-
-
-def joined(items: Sequence[str]) -> str:
-    """Return "a, b and c"."""
-    items = list(items)
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 def write_paper_numbers(

@@ -71,6 +71,24 @@ SUMMARY_FORMATS = {
 SUMMARY_DEFAULT_FORMAT = "{:.3f}"
 
 
+def probe_age(specifications: Mapping[str, Mapping[str, Any]] | None) -> float | None:
+    """Return the last age before mandatory retirement, when every variant states the same one."""
+    ages = {
+        float(spec["params"]["mandatory_retirement_age"]) - 1
+        for spec in (specifications or {}).values()
+        if "mandatory_retirement_age" in spec.get("params", {})
+    }
+    stated = len(ages) == 1 and all(
+        "mandatory_retirement_age" in spec.get("params", {}) for spec in specifications.values()
+    )
+    return ages.pop() if stated else None
+
+
+def wealth_at_age_row(age: float) -> str:
+    """Return the summary statistics' row label of mean wealth at ``age``."""
+    return f"Mean wealth at age {age:.0f}"
+
+
 def printed_statistic(statistic: str, value: float) -> str:
     """Return a summary statistic as its table prints it."""
     return SUMMARY_FORMATS.get(statistic, SUMMARY_DEFAULT_FORMAT).format(value)
@@ -114,14 +132,17 @@ def summary_statistics(
 ) -> pd.DataFrame:
     """Return one row per statistic, one column per variant (its printed name), as floats.
 
-    Rows: mean and median wealth, mean consumption, the wealth-to-income ratio (only when
-    ``specifications``, the variants' ``model.json`` contents, or a ``labor_income`` column
-    give every variant's income), the share of years retired, the share who retire, the mean
-    retirement age, the mean log change of consumption at retirement and the households
-    simulated (a count, not weighted). ``weights`` (per variant: ``subject_id``, ``weight``)
-    weight subjects; a variant without weights counts every subject alike.
+    Rows: mean and median wealth, mean wealth in the last year before mandatory retirement
+    (only when ``specifications``, the variants' ``model.json`` contents, give every variant
+    the same retirement age), mean consumption, the wealth-to-income ratio (only when
+    ``specifications`` or a ``labor_income`` column give every variant's income), the share
+    of years retired, the share who retire, the mean retirement age, the mean log change of
+    consumption at retirement and the households simulated (a count, not weighted).
+    ``weights`` (per variant: ``subject_id``, ``weight``) weight subjects; a variant without
+    weights counts every subject alike.
     """
     columns: dict[str, dict[str, float]] = {}
+    probe = probe_age(specifications)
     for variant, panel in panels.items():
         check_panel(panel)
         frame = with_weights(panel=panel, weights=(weights or {}).get(variant))
@@ -132,6 +153,11 @@ def summary_statistics(
         stats = {
             MEAN_WEALTH: weighted_mean(frame["wealth"], w),
             "Median wealth": weighted_median(frame["wealth"], w),
+            **(
+                {}
+                if probe is None
+                else {wealth_at_age_row(probe): _mean_wealth_at(frame, age=probe)}
+            ),
             "Mean consumption": weighted_mean(frame["consumption"], w),
             WEALTH_TO_INCOME: (
                 np.nan
@@ -154,6 +180,11 @@ def summary_statistics(
     if table.loc[WEALTH_TO_INCOME].isna().all():
         table = table.drop(index=WEALTH_TO_INCOME)
     return table.rename_axis(STATISTIC).reset_index()
+
+
+def _mean_wealth_at(frame: pd.DataFrame, *, age: float) -> float:
+    rows = frame["age"] == age
+    return weighted_mean(frame.loc[rows, "wealth"], frame.loc[rows, "weight"])
 
 
 def retirement_age_table(
@@ -268,7 +299,13 @@ def parameter_table(
     if unknown:
         msg = f"methods names variants {unknown} without a specification: {variants}."
         raise KeyError(msg)
-    rows = _parameter_rows([specifications[v] for v in variants])
+    grid_search = [  # without the method, a variant without a savings grid searches a grid
+        methods[v] == "grid"
+        if methods and v in methods
+        else "n_savings" not in specifications[v].get("sizes", {})
+        for v in variants
+    ]
+    rows = _parameter_rows([specifications[v] for v in variants], grid_search=grid_search)
     if methods is not None:
         rows.append(
             ("Solution method", [method_name(methods[v]) if v in methods else "" for v in variants])
@@ -277,8 +314,14 @@ def parameter_table(
     return pd.DataFrame([[label, *values] for label, values in rows], columns=["Parameter", *names])
 
 
-def _parameter_rows(specifications: list[Mapping[str, Any]]) -> list[tuple[Cell, list[str]]]:
-    """Return (label, value per specification) rows; rows empty for every variant are left out."""
+def _parameter_rows(
+    specifications: list[Mapping[str, Any]], *, grid_search: list[bool]
+) -> list[tuple[Cell, list[str]]]:
+    """Return (label, value per specification) rows; rows empty for every variant are left out.
+
+    The consumption grid is shown only where a variant is solved by grid search (``grid_search``):
+    EGM and DC-EGM compute consumption from the savings grid instead.
+    """
     params = [spec.get("params", {}) for spec in specifications]
     sizes = [spec.get("sizes", {}) for spec in specifications]
     rows: list[tuple[Cell, list[str]]] = []
@@ -299,13 +342,12 @@ def _parameter_rows(specifications: list[Mapping[str, Any]]) -> list[tuple[Cell,
             [_param_value(name, p, s) for p, s in zip(params, sizes, strict=True)],
         )
     add(parameter_label(SURVIVAL), [_survival(p, s) for p, s in zip(params, sizes, strict=True)])
+    add("Wealth grid points", [_format_value(s.get("n_wealth")) for s in sizes])
     add(
-        "Wealth \u00d7 consumption grid",
+        "Consumption grid points",
         [
-            f"{s['n_wealth']} \u00d7 {s['n_consumption']}"
-            if {"n_wealth", "n_consumption"} <= set(s)
-            else ""
-            for s in sizes
+            _format_value(s.get("n_consumption")) if searched else ""
+            for s, searched in zip(sizes, grid_search, strict=True)
         ],
     )
     for name, label in (("n_savings", "Savings grid points"), ("n_income", "Income nodes")):

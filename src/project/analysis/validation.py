@@ -36,6 +36,7 @@ from project.analysis.accuracy import (
     euler_summary,
     ijrs_oracle_check,
 )
+from project.analysis.notation import number
 from project.analysis.table_output import Symbol, concatenated, write_table_files
 from project.persist.atomic import write_bytes_atomically
 from project.pipeline import build_variant_model, load_variant_solution
@@ -120,19 +121,19 @@ def validation_table(results: Mapping[str, Any]) -> pd.DataFrame:
         (
             "Euler equation",
             "Mean log10 relative error",
-            _fixed(euler["mean_log10"]),
+            number(euler["mean_log10"], decimals=2),
             f"{euler['n_points']:,} unconstrained states, every feasible option",
         ),
         (
             "Euler equation",
             "Max. log10 relative error",
-            _fixed(euler["max_log10"]),
+            number(euler["max_log10"], decimals=2),
             f"{_share(euler['share_constrained'])} of states at the borrowing limit left out",
         ),
         (
             "Euler equation",
             "95th percentile of log10 relative error",
-            _fixed(euler["p95_log10"]),
+            number(euler["p95_log10"], decimals=2),
             "model's wealth grid, every period with a successor",
         ),
     ]
@@ -165,7 +166,7 @@ def validation_table(results: Mapping[str, Any]) -> pd.DataFrame:
             (
                 "DC-EGM vs grid search",
                 "Share of states with another option",
-                _fixed(gap["choice_differs"], 3),
+                number(gap["choice_differs"], decimals=3),
                 "workers",
             ),
         ]
@@ -178,8 +179,8 @@ def validation_numbers(results: Mapping[str, Any]) -> dict[str, str]:
     numbers = {
         "oracle_value_error": scientific(results["oracle"]["value_error"]).text,
         "oracle_consumption_error": scientific(results["oracle"]["consumption_error"]).text,
-        "euler_mean_log10": _fixed(results["euler"]["mean_log10"]),
-        "euler_max_log10": _fixed(results["euler"]["max_log10"]),
+        "euler_mean_log10": number(results["euler"]["mean_log10"], decimals=2),
+        "euler_max_log10": number(results["euler"]["max_log10"], decimals=2),
         "convergence_value_max": scientific(finest["value_max"]).text,
         "convergence_consumption_mean": scientific(finest["consumption_mean"]).text,
     }
@@ -273,11 +274,6 @@ SUPERSCRIPTS = str.maketrans(
 def _superscript(power: int) -> str:
     """Return ``power`` in Unicode superscripts ("\u207b\u00b2" for -2)."""
     return ("\u207b" if power < 0 else "") + str(abs(power)).translate(SUPERSCRIPTS)
-
-
-def _fixed(value: float, decimals: int = 2) -> str:
-    text = f"{value:.{decimals}f}"
-    return (text.lstrip("-") if float(text) == 0 else text).replace("-", MINUS)
 
 
 def _share(value: float) -> str:

@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from project.analysis.notation import number
 from project.estimation.inference import CRITICAL
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
@@ -59,7 +60,8 @@ NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_we
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
 MINUS = "\u2212"
 SMALLEST_PRINTED = 0.005
-"""A standard error below this many percentage points prints as "< 0.01 %", not "0.00 %"."""
+"""A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
+SMALLEST_SE = "< 0.01 %"
 DELTA_RELATIVE_STEP = 1e-3
 """The delta method's central-difference step, relative to each estimated param."""
 
@@ -343,7 +345,7 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
 
     No s.e. or interval is printed where an estimate lies at a bound (``params_at_bound``).
     """
-    numbers = {"value_difference": _fixed(result["value_difference"], 4)}
+    numbers = {"value_difference": number(result["value_difference"], decimals=4)}
     valid = not result.get("params_at_bound")  # no delta method at a bound
     errors = result.get("lambda_se_by_type", {}) if valid else {}
     groups = {"": (result["lambda"], result.get("lambda_se") if valid else None)} | {
@@ -353,7 +355,7 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
         numbers[f"lambda{suffix}"] = _percent(value)
         if error is not None:
             numbers[f"lambda{suffix}_se"] = (
-                _percent(error) if 100 * error >= SMALLEST_PRINTED else "< 0.01 %"
+                _percent(error) if 100 * error >= SMALLEST_PRINTED else SMALLEST_SE
             )
             numbers[f"lambda{suffix}_ci"] = (
                 f"[{_percent(value - CRITICAL * error)}, {_percent(value + CRITICAL * error)}]"
@@ -362,9 +364,4 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _percent(value: float) -> str:
-    return f"{_fixed(100 * value, 2)} %"
-
-
-def _fixed(value: float, decimals: int) -> str:
-    text = f"{value:.{decimals}f}"
-    return (text.lstrip("-") if float(text) == 0 else text).replace("-", MINUS)
+    return f"{number(100 * value, decimals=2)} %"

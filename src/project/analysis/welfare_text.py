@@ -1,0 +1,101 @@
+"""The paper's sentences on welfare: the consumption equivalent, its precision, its check.
+
+Every number comes from ``welfare.json`` (``project.analysis.welfare``) as printed there, so a
+sentence and the results it cites cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from project.analysis.notation import number, percent, symbol, type_name
+from project.analysis.welfare import SMALLEST_SE
+from project.estimation.inference import CONFIDENCE
+
+
+def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
+    """Return the abstract's and the counterfactual section's sentences on welfare.
+
+    With the delta-method standard errors of ``welfare`` (``lambda_se``), both say how precise
+    λ is given the estimated preferences.
+    """
+    overall = float(welfare["lambda"])
+    size = percent(abs(overall), decimals=2)
+    verb = "loss" if overall < 0 else "gain"
+    printed = welfare.get("numbers", {})
+    by_type = "; ".join(
+        f"{type_name(t).lower()} households {percent(v, decimals=2)}"
+        + (f" (s.e. {printed[f'lambda_{t}_se']})" if f"lambda_{t}_se" in printed else "")
+        for t, v in welfare["lambda_by_type"].items()
+    )
+    abstract = f"The cut is a welfare {verb} worth {size} of consumption in every period and state"
+    sentence = f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)}"
+    if "lambda_se" in printed:
+        error = printed["lambda_se"]
+        abstract += f" (standard error {error}, from the estimated preferences)"
+        sentence += (
+            f" (standard error {error}; {percent(CONFIDENCE, decimals=0)} interval "
+            f"{printed['lambda_ci']}), the standard error carrying the sampling uncertainty of "
+            "the estimated preferences by the delta method"
+        )
+    sentence += f". By type: {by_type}."
+    at_bound = welfare.get("values", {}).get("params_at_bound", [])
+    if at_bound:
+        names = " and ".join(symbol(p) for p in at_bound)
+        sentence += (
+            f" No standard error is given: the estimate of {names} lies at a bound of its "
+            "search interval, where the delta method does not apply."
+        )
+    return {"abstract": abstract + ".", "sentence": sentence}
+
+
+def precise_types_sentence(
+    welfare: Mapping[str, Any],
+    *,
+    retirement_ages: Mapping[str, Mapping[str, str]],
+    mandatory_age: str,
+) -> str:
+    """Return why a type's λ has a standard error too small to print (empty when none has).
+
+    ``retirement_ages`` are the printed mean retirement ages by variant and type (the results
+    numbers); a type that retires at ``mandatory_age`` under both pensions changes no choice of
+    when to retire, which is why its λ hardly moves with the preferences.
+    """
+    printed = welfare.get("numbers", {})
+    parts = []
+    for pref_type in welfare.get("lambda_by_type", {}):
+        if printed.get(f"lambda_{pref_type}_se") != SMALLEST_SE:
+            continue
+        name = type_name(pref_type)
+        ages = {variant: by_type.get(name) for variant, by_type in retirement_ages.items()}
+        reason = ""
+        if set(ages.values()) == {f"{mandatory_age}.0"}:
+            reason = (
+                f": they retire at the mandatory age of {mandatory_age} under both pensions, so "
+                "the cut lowers their income in retirement without changing when they retire, "
+                "and its cost in consumption barely moves with the preferences"
+            )
+        parts.append(
+            f" The standard error of the {name.lower()} households' λ is below "
+            f"{SMALLEST_SE.removeprefix('< ')}{reason}."
+        )
+    return "".join(parts)
+
+
+def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
+    """Return the Monte Carlo check of the welfare measure (empty without one)."""
+    values = welfare.get("values", {})
+    needed = ("consumption_utility", "simulated_consumption_utility")
+    if not all(k in values for k in needed) or not values.get("simulated_consumption_utility_se"):
+        return ""
+    exact, simulated = values["consumption_utility"], values["simulated_consumption_utility"]
+    error = values["simulated_consumption_utility_se"]
+    distance = abs(simulated - exact) / error
+    return (
+        " The expected discounted utility of consumption behind λ, computed from the solution "
+        f"({number(exact, decimals=2)}), and its Monte Carlo estimate from the "
+        f"{int(values.get('n_households', 0)):,} simulated households "
+        f"({number(simulated, decimals=2)}, standard error {number(error, decimals=3)}) are "
+        f"{number(distance, decimals=1)} standard errors apart."
+    )
