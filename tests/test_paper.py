@@ -244,3 +244,48 @@ def test_a_build_root_linked_to_another_disk_is_readable_by_typst(tmp_path):
     assert typst_root(root=repository, bld=repository / "paper") == (repository, "paper")
     pdf = typst.compile(str(source), root=str(root), sys_inputs={"bld": relative})
     assert pdf.startswith(b"%PDF")
+
+
+def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
+    from project.analysis.calibration_text import calibration_targets_sentence
+
+    table = pd.DataFrame(
+        {
+            "target": ["wealth_50_54", "wealth_55_59", "retirees_60_64", "work_loving_50_54"],
+            "held_out": [False, False, False, True],
+            "tolerance": [0.01, 0.01, 0.01, 0.02],
+            "relative_miss_after": [0.0001, -0.002, 0.0, 0.052],
+            "within_tolerance_after": [True, True, True, False],
+        }
+    )
+    sentence = calibration_targets_sentence(table, whose="The baseline\u2019s weights")
+    assert sentence.startswith(
+        "The baseline\u2019s weights fit 3 targets within 1 % (largest miss 0.20 %): "
+        "total wealth at 50\u201354 and 55\u201359; retiree years at 60\u201364."
+    )
+    assert "Held out as checks, work-loving years at 50\u201354: 0 of 1 lie within 2 %" in sentence
+    assert "a miss of 5.2 %" in sentence
+    none_held = calibration_targets_sentence(table.iloc[:3])
+    assert "Held out" not in none_held
+
+
+def test_a_type_with_a_tiny_welfare_standard_error_is_explained():
+    from project.analysis.welfare_text import precise_types_sentence
+
+    welfare = {
+        "lambda_by_type": {"work_loving": -0.0344, "leisure_loving": -0.0563},
+        "numbers": {"lambda_work_loving_se": "< 0.01 %", "lambda_leisure_loving_se": "0.24 %"},
+    }
+    ages = {
+        "baseline": {"Work-loving": "70.0", "Leisure-loving": "62.1"},
+        "low_pension": {"Work-loving": "70.0", "Leisure-loving": "69.2"},
+    }
+    sentence = precise_types_sentence(welfare, retirement_ages=ages, mandatory_age="70")
+    assert "standard error of the work-loving households\u2019 λ is below 0.01 %" in sentence
+    assert "retire at the mandatory age of 70 under both pensions" in sentence
+    assert "leisure-loving" not in sentence
+    earlier = {v: {**a, "Work-loving": "68.0"} for v, a in ages.items()}
+    unexplained = precise_types_sentence(welfare, retirement_ages=earlier, mandatory_age="70")
+    assert unexplained.endswith("is below 0.01 %.")
+    welfare["numbers"]["lambda_work_loving_se"] = "0.02 %"
+    assert precise_types_sentence(welfare, retirement_ages=ages, mandatory_age="70") == ""

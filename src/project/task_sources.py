@@ -81,18 +81,26 @@ ESTIMATION_REPORT_SOURCES = [
 VALIDATION_SOURCES = [
     *_files("analysis/validation.py", "analysis/accuracy.py"),
     *TABLE_OUTPUT,
+    *ANALYSIS_BASE,
     *ENGINE_SOURCES,
     *PERSIST_SOURCES,
     PIPELINE_SOURCE,
 ]
 WELFARE_SOURCES = [
-    *_files("analysis/welfare.py"),
+    *_files("analysis/welfare.py", "analysis/table_output.py"),
+    *ANALYSIS_BASE,
     *_modules("estimation"),
     *SIMULATION_SOURCES,
     *SOLVE_SOURCES,
 ]
 NUMBERS_SOURCES = [
-    *_files("analysis/numbers.py", "analysis/estimation.py", "analysis/identification.py"),
+    *_files(
+        "analysis/numbers.py",
+        "analysis/welfare_text.py",
+        "analysis/calibration_text.py",
+        "analysis/estimation.py",
+        "analysis/identification.py",
+    ),
     *TABLE_SOURCES,
 ]
 PAPER_SOURCES = [

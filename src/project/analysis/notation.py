@@ -124,6 +124,10 @@ def _capitalised(name: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+SMALLEST_SE = "< 0.01 %"
+"""How a standard error below 0.01 percentage points prints (not as "0.00 %")."""
+
+
 def number(value: float, *, decimals: int) -> str:
     """Return ``value`` with ``decimals`` decimals and a true minus sign (U+2212); no "−0"."""
     text = f"{float(value):.{decimals}f}"

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from project.analysis.calibration_text import calibration_targets_sentence
 from project.analysis.estimation import age_label
 from project.analysis.notation import (
     joined,
@@ -280,6 +281,7 @@ def paper_numbers(
     methods: Mapping[str, str],
     estimates: Mapping[str, SavedEstimation],
     calibration_summaries: Mapping[str, Mapping[str, Any]],
+    calibration_tables: Mapping[str, pd.DataFrame],
     panels: Mapping[str, pd.DataFrame],
     weights: Mapping[str, pd.DataFrame],
     welfare: Mapping[str, Any],
@@ -307,6 +309,9 @@ def paper_numbers(
         "provenance": provenance_numbers(provenance),
         "text": {
             "abstract_result": welfare_text["abstract"],
+            "calibration_targets": calibration_targets_sentence(
+                calibration_tables["baseline"], whose="The baseline\u2019s weights"
+            ),
             "method": method_sentence(methods, sizes=specifications["baseline"]["sizes"]),
             "validation": validation["sentence"],
             "estimation": estimation["sentence"],
@@ -378,6 +383,7 @@ def write_paper_numbers(
         methods={v: solution_method(directory=d) for v, d in solution_directories.items()},
         estimates={v: load_estimation(d) for v, d in estimation_directories.items()},
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
+        calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},
         weights={v: c.weights for v, c in calibrations.items()},
         welfare=read_json_object(

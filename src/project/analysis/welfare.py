@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from project.analysis.notation import number
+from project.analysis.notation import SMALLEST_SE, number
 from project.estimation.inference import CRITICAL
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
@@ -61,7 +61,6 @@ NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_we
 MINUS = "\u2212"
 SMALLEST_PRINTED = 0.005
 """A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
-SMALLEST_SE = "< 0.01 %"
 DELTA_RELATIVE_STEP = 1e-3
 """The delta method's central-difference step, relative to each estimated param."""
 

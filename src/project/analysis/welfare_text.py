@@ -9,8 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from project.analysis.notation import number, percent, symbol, type_name
-from project.analysis.welfare import SMALLEST_SE
+from project.analysis.notation import SMALLEST_SE, number, percent, symbol, type_name
 from project.estimation.inference import CONFIDENCE
 
 
@@ -77,7 +76,7 @@ def precise_types_sentence(
                 "and its cost in consumption barely moves with the preferences"
             )
         parts.append(
-            f" The standard error of the {name.lower()} households' λ is below "
+            f" The standard error of the {name.lower()} households\u2019 λ is below "
             f"{SMALLEST_SE.removeprefix('< ')}{reason}."
         )
     return "".join(parts)

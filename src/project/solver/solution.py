@@ -210,4 +210,3 @@ def split_periods(stacked: jax.Array) -> tuple[jax.Array, ...]:
     GPU, which made reading V of a 30-period model ten times slower than solving it.
     """
     return tuple(stacked[t] for t in range(stacked.shape[0]))
-
