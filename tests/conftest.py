@@ -1,5 +1,7 @@
 """Shared fixtures: float64 on demand (float32 stays the default)."""
 
+import os
+
 import jax
 import pytest
 
@@ -14,3 +16,23 @@ def x64():
     jax.config.update("jax_enable_x64", True)
     yield
     jax.config.update("jax_enable_x64", False)
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory):
+    """A running one-node SLURM cluster (tests/slurm.py), stopped at the end of the session.
+
+    Skipped, with the reason, only where SLURM can neither be found nor installed (no root or no
+    apt-get), and never under ``PROJECT_REQUIRE_SLURM=1`` (``.ci/run`` installs SLURM and sets
+    it, so CI fails rather than skips).
+    """
+    from slurm import SlurmCluster, SlurmUnavailableError
+
+    try:
+        cluster = SlurmCluster.start(tmp_path_factory.mktemp("slurm"))
+    except SlurmUnavailableError as error:
+        if os.environ.get("PROJECT_REQUIRE_SLURM") == "1":
+            raise
+        pytest.skip(f"no SLURM cluster can run here: {error}")
+    yield cluster
+    cluster.stop()

@@ -1,15 +1,26 @@
-"""One process of the 2-process x 2-device solve in tests/test_multiprocess.py (not a test)."""
+"""One process of the 2-process x 2-device solve (not a test).
 
+``python multiprocess_worker.py OUTPUT PROCESS_ID PORT``: a loopback coordinator on PORT
+(tests/test_multiprocess.py). ``srun -n 2 python multiprocess_worker.py OUTPUT``: JAX finds the
+processes, their ids and the coordinator from SLURM's environment (tests/test_slurm.py).
+"""
+
+import os
 import sys
 
 import jax
 
-process_id, port, output = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+output = sys.argv[1]
 jax.config.update("jax_num_cpu_devices", 2)
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
-jax.distributed.initialize(
-    coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=process_id
-)
+if len(sys.argv) > 2:
+    process_id, port = int(sys.argv[2]), sys.argv[3]
+    jax.distributed.initialize(
+        coordinator_address=f"127.0.0.1:{port}", num_processes=2, process_id=process_id
+    )
+else:
+    assert "SLURM_JOB_ID" in os.environ, "without a port, run this under srun"
+    jax.distributed.initialize()  # SLURM auto-detection: ids, count, coordinator
 
 import numpy as np  # noqa: E402
 from jax.experimental import multihost_utils  # noqa: E402
@@ -27,5 +38,6 @@ assert len(local_blocks) == 2, local_blocks
 gathered = [
     np.asarray(multihost_utils.process_allgather(v, tiled=True)) for v in solution.value_function
 ]
-if process_id == 0:
+if jax.process_index() == 0:
     np.savez(output, *gathered)
+print(f"process {jax.process_index()} of {jax.process_count()}: blocks {sorted(local_blocks)}")

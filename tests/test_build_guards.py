@@ -221,6 +221,26 @@ def test_slurm_jobs_start_in_the_checkout_being_built():
     assert "job_script_prologue" not in SLURM_CLUSTER, "the settings were changed in place"
 
 
+def test_slurm_settings_from_the_environment_override_the_configured_ones(monkeypatch):
+    from project.cluster import job_settings
+    from project.config import SLURM_CLUSTER
+
+    monkeypatch.setenv("PROJECT_SLURM", '{"cores": 2, "queue": "gpu"}')
+    settings = job_settings()
+    assert settings["cores"] == 2 and settings["queue"] == "gpu"
+    assert settings["memory"] == SLURM_CLUSTER["memory"]
+
+
+@pytest.mark.parametrize("text", ["{cores: 2}", "[2]"])
+def test_slurm_settings_that_are_no_json_object_are_refused(monkeypatch, text):
+    from project.cluster import job_settings
+    from project.errors import ConfigurationError
+
+    monkeypatch.setenv("PROJECT_SLURM", text)
+    with pytest.raises(ConfigurationError, match=r"\$PROJECT_SLURM must be a JSON object"):
+        job_settings()
+
+
 @pytest.mark.parametrize("kind", ["directory", "link"])
 def test_git_ignores_bld_as_a_directory_and_as_a_link_to_another_disk(tmp_path, kind):
     repository, elsewhere = tmp_path / "repo", tmp_path / "disk"

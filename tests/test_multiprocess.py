@@ -1,7 +1,9 @@
 """The default model's sharded solve in 2 processes x 2 CPU devices equals one process.
 
-Uses multi-process JAX on the CPU: ``jax.distributed.initialize`` with a loopback coordinator and
-gloo collectives. Each process holds two of the four preference-type blocks.
+Uses multi-process JAX on the CPU with gloo collectives. Each process holds two of the four
+preference-type blocks. The processes are started twice: by hand, with a loopback coordinator,
+and by ``srun -n 2`` on a running SLURM cluster, where ``jax.distributed.initialize()`` finds the
+processes and the coordinator in SLURM's environment.
 """
 
 import os
@@ -30,7 +32,7 @@ def test_two_process_solve_matches_single_process(tmp_path):
     env = os.environ | {"PYTHONUNBUFFERED": "1"}
     workers = [
         subprocess.Popen(
-            [sys.executable, str(WORKER), str(i), port, str(output)],
+            [sys.executable, str(WORKER), str(output), str(i), port],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -40,6 +42,29 @@ def test_two_process_solve_matches_single_process(tmp_path):
     ]
     logs = [w.communicate(timeout=600)[0] for w in workers]
     assert [w.returncode for w in workers] == [0, 0], "\n".join(logs)[-6000:]
+    assert_equals_single_process(output)
+
+
+def test_srun_two_process_solve_matches_single_process(slurm_cluster, tmp_path):
+    output = tmp_path / "values.npz"
+    done = slurm_cluster.run(
+        "srun",
+        "-n",
+        "2",
+        "--cpus-per-task=1",
+        sys.executable,
+        str(WORKER),
+        str(output),
+        check=False,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "process 0 of 2: blocks [0, 1]" in done.stdout
+    assert "process 1 of 2: blocks [2, 3]" in done.stdout
+    assert_equals_single_process(output)
+
+
+def assert_equals_single_process(output):
     model = lifecycle.build_model(
         n_wealth=16, n_consumption=16, n_periods=4, start_age=66, n_types=4
     )

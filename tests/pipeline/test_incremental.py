@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -63,13 +64,18 @@ def copy_project(target: Path) -> Path:
     return target
 
 
-def build(root: Path, **options) -> dict[str, str]:
-    """Run pytask on ``root``; return {task name: outcome} of this build."""
-    env = os.environ | {
+def build_environment(root: Path) -> dict[str, str]:
+    """Return the environment of a smoke build of the copy at ``root``."""
+    return os.environ | {
         "PYTHONPATH": str(root / "src"),
         "PROJECT_PROFILE": "smoke",
         "PYTHONUNBUFFERED": "1",
     }
+
+
+def build(root: Path, **options) -> dict[str, str]:
+    """Run pytask on ``root``; return {task name: outcome} of this build."""
+    env = build_environment(root)
     result = subprocess.run(
         [sys.executable, "-c", RUNNER, json.dumps(options)],
         cwd=root,
@@ -448,6 +454,45 @@ def test_parallel_loky_build_of_the_whole_pipeline_is_byte_identical(serial_buil
     assert all(outcome in {"SUCCESS", "SKIP"} for outcome in outcomes.values()), outcomes
     assert product_digests(root) == serial_digests
     assert hidden_entries(root) == []
+
+
+def test_a_slurm_build_with_a_cancelled_job_matches_the_serial_build(
+    serial_build, slurm_cluster, tmp_path
+):
+    """`pytask --parallel-backend custom -n 2` on a real SLURM; `scancel` its jobs mid-build.
+
+    The jobs are cancelled once the first solve finished (its save is running or next); the
+    adaptive cluster starts new jobs, dask runs the lost tasks again, and the build ends with
+    every product byte-identical to the serial build's and no staging left. Another build
+    then finds nothing to do.
+    """
+    _, _, serial_digests = serial_build
+    root = copy_project(tmp_path / "project")
+    settings = {"cores": 1, "processes": 1, "memory": "2GiB", "walltime": "00:20:00"}
+    env = slurm_cluster.env | {"PROJECT_SLURM": json.dumps(settings)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", RUNNER, json.dumps({"parallel_backend": "custom", "n_workers": 2})],
+        cwd=root,
+        env=build_environment(root) | env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    log = root / BLD / "logs" / "build.log"
+    deadline = time.monotonic() + 600
+    while not (log.exists() and "Solved '" in log.read_text()):
+        assert process.poll() is None and time.monotonic() < deadline, "no solve was logged"
+        time.sleep(0.05)
+    jobs = slurm_cluster.run("squeue", "-h", "-o", "%i").stdout.split()
+    assert jobs, "the build's worker jobs are not in the queue"
+    slurm_cluster.run("scancel", *jobs)
+    output, _ = process.communicate(timeout=600)
+    assert process.returncode == 0, output[-5000:] + slurm_cluster.log_tail()
+    worker_logs = list((root / BLD / "logs" / "slurm").glob("*.out"))
+    assert len(worker_logs) > len(jobs), "no job replaced the cancelled ones"
+    assert product_digests(root) == serial_digests
+    assert hidden_entries(root) == []
+    assert executed(build(root)) == set()
 
 
 def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build):
