@@ -342,3 +342,28 @@ def test_only_a_wide_table_is_resized(tmp_path):
         texts.append(latex.read_text())
     assert r"\resizebox" not in texts[0]
     assert r"\resizebox{\textwidth}{!}{%" in texts[1]
+
+
+@pytest.mark.skipif(not latex_ready(), reason="needs pdflatex with siunitx")
+def test_numeric_columns_count_as_wide_as_siunitx_reserves(tmp_path):
+    """The summary table of the default build: a 5-digit count widens every S column."""
+    table = pd.DataFrame(
+        {
+            "Statistic": ["Mean wealth", "Consumption change at retirement", "Households"],
+            "Baseline": ["2.621", "-0.090", "20000"],
+            "Low pension": ["2.938", "-0.031", "20000"],
+            "Baseline (grid search)": ["2.722", "-0.076", "20000"],
+        }
+    )
+    latex, _ = write_table(
+        table=table,
+        latex_path=tmp_path / "summary.tex",
+        markdown_path=tmp_path / "summary.md",
+        caption="c",
+        label="tab:summary",
+        font_size="footnotesize",
+    )
+    assert r"S[table-format=-5.3]" in latex.read_text()
+    code, log = compile_tables(tmp_path, stems=["summary"])
+    assert code == 0, log[-3000:]
+    assert "Overfull \\hbox" not in log, log[-3000:]

@@ -229,7 +229,7 @@ def to_latex(
         "{" + render(c, fmt="latex") + "}" if is_numeric else render(c, fmt="latex")
         for c, is_numeric in zip(cells.columns, numeric, strict=True)
     ]
-    resize = _too_wide(cells, font_size=font_size)
+    resize = _too_wide(cells, font_size=font_size, numeric=numeric)
     lines = [
         *_comment(provenance, prefix="% "),
         r"\begin{table}[htbp]",
@@ -390,12 +390,20 @@ def _typst_padder(column: pd.Series) -> Callable[[str], str]:
     return pad
 
 
-def _too_wide(cells: pd.DataFrame, *, font_size: str | None) -> bool:
-    """Return whether the table likely overflows the LaTeX text width (by a character count)."""
-    widths = [
-        max(_printed_length(v) for v in [column, *cells[column]]) + COLUMN_SEP_CHARS
-        for column in cells.columns
-    ]
+def _too_wide(cells: pd.DataFrame, *, font_size: str | None, numeric: Sequence[bool]) -> bool:
+    """Return whether the table likely overflows the LaTeX text width (by a character count).
+
+    A numeric column is as wide as its ``S`` column's ``table-format`` reserves for every cell
+    (the sign, the most integer digits, the point and the most decimals), or its header.
+    """
+    widths = []
+    for column, is_numeric in zip(cells.columns, numeric, strict=True):
+        width = max(_printed_length(v) for v in [column, *cells[column]])
+        if is_numeric:
+            negative, integers, decimals = number_shape(list(cells[column]))
+            reserved = int(negative) + integers + (1 + decimals if decimals else 0)
+            width = max(_printed_length(column), reserved)
+        widths.append(width + COLUMN_SEP_CHARS)
     return sum(widths) > LINE_CHARS * SIZE_FACTORS.get(font_size or "normalsize", 1.0)
 
 
