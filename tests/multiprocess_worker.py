@@ -7,6 +7,7 @@ processes, their ids and the coordinator from SLURM's environment (tests/test_sl
 
 import os
 import sys
+from pathlib import Path
 
 import jax
 
@@ -27,6 +28,7 @@ from jax.experimental import multihost_utils  # noqa: E402
 
 from project import solve  # noqa: E402
 from project.models import lifecycle  # noqa: E402
+from project.persist.solution import save_solution  # noqa: E402
 
 assert jax.process_count() == 2 and jax.device_count() == 4
 model = lifecycle.build_model(
@@ -40,4 +42,5 @@ gathered = [
 ]
 if jax.process_index() == 0:
     np.savez(output, *gathered)
+save_solution(solution=solution, directory=Path(output).parent / "solution")  # every process
 print(f"process {jax.process_index()} of {jax.process_count()}: blocks {sorted(local_blocks)}")

@@ -16,6 +16,7 @@ import numpy as np
 
 from project import solve
 from project.models import lifecycle
+from project.persist.solution import load_solution
 
 WORKER = Path(__file__).parent / "multiprocess_worker.py"
 
@@ -65,10 +66,16 @@ def test_srun_two_process_solve_matches_single_process(slurm_cluster, tmp_path):
 
 
 def assert_equals_single_process(output):
+    """V gathered by the processes, and the solution they saved together, equal one process."""
     model = lifecycle.build_model(
         n_wealth=16, n_consumption=16, n_periods=4, start_age=66, n_types=4
     )
     single = solve(model=model, params=lifecycle.default_params(n_types=4))
     gathered = np.load(output)
+    saved = load_solution(directory=output.parent / "solution", model=model)
     for t, value in enumerate(single.value_function):
         np.testing.assert_array_equal(gathered[f"arr_{t}"], np.asarray(value), f"period {t}")
+        np.testing.assert_array_equal(
+            np.asarray(saved.value_function[t]), np.asarray(value), f"saved, period {t}"
+        )
+    assert not [p.name for p in output.parent.iterdir() if p.name.startswith(".solution.w")]

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import jax
 import orbax.checkpoint as ocp
 
 CHECKPOINT_METADATA = "_CHECKPOINT_METADATA"
@@ -38,14 +39,19 @@ def _checkpointer() -> ocp.Checkpointer:
 
 
 def write_checkpoint(path: Path, tree: Any) -> None:
-    """Save ``tree`` (numpy or JAX arrays, sharded ones too) to ``path`` reproducibly."""
+    """Save ``tree`` (numpy or JAX arrays, sharded ones too) to ``path`` reproducibly.
+
+    In a multi-process run every process calls it with the same ``path``: each writes the
+    shards it holds (orbax coordinates them).
+    """
     path = Path(path).absolute()
     checkpointer = _checkpointer()
     try:
         checkpointer.save(path, args=ocp.args.StandardSave(tree))
     finally:
         checkpointer.close()
-    _normalise(path)
+    if jax.process_index() == 0:  # in a multi-process save, the primary writes the metadata
+        _normalise(path)
 
 
 def read_checkpoint(path: Path, target: Any = None) -> Any:

@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import state_mesh, value_spec
@@ -55,6 +56,8 @@ ENDOGENOUS = ("egm", "dcegm")
 KIND = "solution"
 REBUILD_HINT = "Rebuild it with `pytask` (or solve and call save_solution again)."
 METADATA_KEYS = ("model", "params", "dtype")
+PATH_BYTES = 4096
+"""The longest staging path a multi-process save passes from the primary to the others."""
 
 
 def package_versions() -> dict[str, str]:
@@ -77,6 +80,11 @@ def save_solution(
     with ``provenance``; it is verified like every file but is not part of the content that
     build tools compare (``project.persist.manifest``), so a new commit that solves to the same
     arrays reruns nothing downstream.
+
+    In a multi-process solve (``jax.distributed``), every process calls it: each writes the
+    blocks it holds into the primary process's staging directory, the primary (process 0)
+    writes the rest and publishes, and all return once the product is published. The processes
+    must share the file system of ``directory``.
     """
     if isinstance(solution, RegimeSolution):
         parts = {r: _solution_tree(s) for r, s in solution.solutions.items()}
@@ -98,13 +106,36 @@ def save_solution(
     recorded = {**product_provenance(config=settings), **(provenance or {})}
     directory = Path(directory).absolute()
     marker = {"periods": solution.model.n_periods}
-    with atomic_directory(
-        directory, digest_of=lambda staging: write_marker(staging, kind=KIND, extra=marker)
-    ) as staging:
-        write_checkpoint(staging / "arrays", tree)
-        _write_json(staging / "metadata.json", metadata)
-        _write_json(staging / PROVENANCE_NAME, recorded)
+    primary = jax.process_index() == 0
+    if primary:
+        with atomic_directory(
+            directory, digest_of=lambda staging: write_marker(staging, kind=KIND, extra=marker)
+        ) as staging:
+            shared_path(staging)
+            write_checkpoint(staging / "arrays", tree)
+            _write_json(staging / "metadata.json", metadata)
+            _write_json(staging / PROVENANCE_NAME, recorded)
+    else:  # another process of a multi-process solve: its shards, into the primary's staging
+        write_checkpoint(shared_path(None) / "arrays", tree)
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(f"published {directory}")
     return directory / MARKER_NAME
+
+
+def shared_path(path: Path | None) -> Path:
+    """Return the primary process's ``path`` in every process (``path`` itself in one process).
+
+    Multi-process saves (``jax.process_count() > 1``): the primary process (index 0) passes
+    the staging directory it made, the others ``None``; every process gets the primary's.
+    """
+    if jax.process_count() == 1:
+        return Path(path)
+    data = np.zeros(PATH_BYTES, dtype=np.uint8)
+    if path is not None:
+        raw = str(path).encode()
+        data[: len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+    shared = np.asarray(multihost_utils.broadcast_one_to_all(data))
+    return Path(bytes(shared).rstrip(b"\0").decode())
 
 
 def _solution_tree(solution: Solution | EGMSolution) -> tuple[dict[str, Any], str]:
