@@ -57,24 +57,26 @@ def _tolerances(rows: pd.DataFrame) -> str:
     return f"{percent(low, decimals=0)} to {percent(high, decimals=0)}"
 
 
-def _described(name: str) -> str:
+def _parts(name: str) -> tuple[str, str | None]:
+    """Return a target's statistic as the text reads it and its age group (None: no ages)."""
     match = NAME.match(name)
     if match is None:
-        return name.replace("_", " ")
+        return name.replace("_", " "), None
     statistic = STATISTICS.get(match["statistic"], match["statistic"].replace("_", " "))
-    return f"{statistic} at {match['first']}\u2013{match['last']}"
+    return statistic, f"{match['first']}\u2013{match['last']}"
+
+
+def _described(name: str) -> str:
+    statistic, ages = _parts(name)
+    return statistic if ages is None else f"{statistic} at {ages}"
 
 
 def _listed(names: Sequence[str]) -> str:
     """Return "total wealth at 50-54 and 55-59; working years at 50-54" (en dashes)."""
     groups: dict[str, list[str]] = {}
     for name in names:
-        match = NAME.match(name)
-        if match is None:
-            groups.setdefault(name.replace("_", " "), [])
-            continue
-        statistic = STATISTICS.get(match["statistic"], match["statistic"].replace("_", " "))
-        groups.setdefault(statistic, []).append(f"{match['first']}\u2013{match['last']}")
+        statistic, ages = _parts(name)
+        groups.setdefault(statistic, []).extend([] if ages is None else [ages])
     return "; ".join(
         f"{statistic} at {joined(ages)}" if ages else statistic
         for statistic, ages in groups.items()

@@ -398,12 +398,12 @@ def _too_wide(cells: pd.DataFrame, *, font_size: str | None, numeric: Sequence[b
     """
     widths = []
     for column, is_numeric in zip(cells.columns, numeric, strict=True):
-        width = max(_printed_length(v) for v in [column, *cells[column]])
         if is_numeric:
             negative, integers, decimals = number_shape(list(cells[column]))
-            reserved = int(negative) + integers + (1 + decimals if decimals else 0)
-            width = max(_printed_length(column), reserved)
-        widths.append(width + COLUMN_SEP_CHARS)
+            cell = int(negative) + integers + (1 + decimals if decimals else 0)
+        else:
+            cell = max((_printed_length(v) for v in cells[column]), default=0)
+        widths.append(max(_printed_length(column), cell) + COLUMN_SEP_CHARS)
     return sum(widths) > LINE_CHARS * SIZE_FACTORS.get(font_size or "normalsize", 1.0)
 
 

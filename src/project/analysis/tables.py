@@ -74,14 +74,12 @@ SUMMARY_DEFAULT_FORMAT = "{:.3f}"
 def probe_age(specifications: Mapping[str, Mapping[str, Any]] | None) -> float | None:
     """Return the last age before mandatory retirement, when every variant states the same one."""
     ages = {
-        float(spec["params"]["mandatory_retirement_age"]) - 1
+        spec.get("params", {}).get("mandatory_retirement_age")
         for spec in (specifications or {}).values()
-        if "mandatory_retirement_age" in spec.get("params", {})
     }
-    stated = len(ages) == 1 and all(
-        "mandatory_retirement_age" in spec.get("params", {}) for spec in specifications.values()
-    )
-    return ages.pop() if stated else None
+    if len(ages) != 1 or None in ages:
+        return None
+    return float(ages.pop()) - 1
 
 
 def wealth_at_age_row(age: float) -> str:

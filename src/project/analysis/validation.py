@@ -37,7 +37,7 @@ from project.analysis.accuracy import (
     ijrs_oracle_check,
 )
 from project.analysis.notation import number
-from project.analysis.table_output import Symbol, concatenated, write_table_files
+from project.analysis.table_output import MINUS, Symbol, concatenated, write_table_files
 from project.persist.atomic import write_bytes_atomically
 from project.pipeline import build_variant_model, load_variant_solution
 from project.regimes.solution import RegimeSolution
@@ -46,7 +46,6 @@ from project.solver import solve
 logger = logging.getLogger("project.analysis")
 
 COLUMNS = ["Check", "Measure", "Value", "Detail"]
-MINUS = "\u2212"
 CAPTION = (
     "Accuracy of the solution method, measured by the build: DC-EGM against the exact "
     "solution of the IJRS retirement model, Euler-equation errors of the baseline, convergence "

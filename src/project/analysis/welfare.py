@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from project.analysis.notation import SMALLEST_SE, number
+from project.analysis.notation import SMALLEST_SE, number, percent
 from project.estimation.inference import CRITICAL
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
@@ -58,7 +58,6 @@ logger = logging.getLogger("project.analysis")
 
 NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_weight")
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
-MINUS = "\u2212"
 SMALLEST_PRINTED = 0.005
 """A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
 DELTA_RELATIVE_STEP = 1e-3
@@ -363,4 +362,4 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
 
 
 def _percent(value: float) -> str:
-    return f"{number(100 * value, decimals=2)} %"
+    return percent(value, decimals=2)

@@ -67,9 +67,9 @@ def precise_types_sentence(
         if printed.get(f"lambda_{pref_type}_se") != SMALLEST_SE:
             continue
         name = type_name(pref_type)
-        ages = {variant: by_type.get(name) for variant, by_type in retirement_ages.items()}
+        ages = [by_type.get(name) for by_type in retirement_ages.values()]
         reason = ""
-        if set(ages.values()) == {f"{mandatory_age}.0"}:
+        if None not in ages and {float(a) for a in ages} == {float(mandatory_age)}:
             reason = (
                 f": they retire at the mandatory age of {mandatory_age} under both pensions, so "
                 "the cut lowers their income in retirement without changing when they retire, "
