@@ -10,8 +10,25 @@
 set -euo pipefail
 
 ENV_DIR="${1:-/work/dcegm-env}"
-PYTHON="${PYTHON:-python3}"
 DCEGM_VERSION="0.1.3"
+
+# The peer runs on what the package index serves today: jax 0.12 needs Python >= 3.12. On
+# Python 3.11 pip resolves jax/jaxlib 0.10, whose CPU reductions run ~8x slow without the
+# YNNPACK flag this project sets for itself: a slowed peer. So pick a Python >= 3.12.
+if [[ -z "${PYTHON:-}" ]]; then
+    for candidate in python3.13 python3.12 ~/.pyenv/versions/3.1[23]*/bin/python3 python3; do
+        if command -v "${candidate}" >/dev/null 2>&1 \
+            && "${candidate}" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+            PYTHON="${candidate}"
+            break
+        fi
+    done
+fi
+if [[ -z "${PYTHON:-}" ]] || ! "${PYTHON}" -c 'import sys; sys.exit(sys.version_info < (3, 12))'; then
+    echo "dcegm's environment needs Python >= 3.12 (jax 0.12, as the package index serves it);" \
+        "set PYTHON=/path/to/python3.12." >&2
+    exit 2
+fi
 
 if [[ -x "${ENV_DIR}/bin/python" ]] \
     && "${ENV_DIR}/bin/python" -c "import dcegm" >/dev/null 2>&1; then
