@@ -256,6 +256,7 @@ def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
             "tolerance": [0.01, 0.01, 0.01, 0.02],
             "relative_miss_after": [0.0001, -0.002, 0.0, 0.052],
             "within_tolerance_after": [True, True, True, False],
+            "within_tolerance_before": [False, False, False, False],
         }
     )
     sentence = calibration_targets_sentence(table, whose="The baseline\u2019s weights")
@@ -265,6 +266,7 @@ def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
     )
     assert "Held out as checks, work-loving years at 50\u201354: 0 of 1 lie within 2 %" in sentence
     assert "a miss of 5.2 %" in sentence
+    assert "lie within 2 % after weighting, 0 before" in sentence
     none_held = calibration_targets_sentence(table.iloc[:3])
     assert "Held out" not in none_held
 

@@ -41,6 +41,9 @@ def calibration_targets_sentence(table: pd.DataFrame, *, whose: str = "The weigh
             f" Held out as checks, {_listed(held['target'])}: {met} of {len(held)} lie within "
             f"{_tolerances(held)} after weighting"
         )
+        if "within_tolerance_before" in held:  # what the weighting itself achieved
+            before = int(held["within_tolerance_before"].astype(bool).sum())
+            sentence += f", {before} before"
         missed = held.loc[~held["within_tolerance_after"].astype(bool)]
         misses = [
             f"{_described(row.target)}: a miss of {percent(abs(row.relative_miss_after))}"
