@@ -279,6 +279,34 @@ def variant_params(**params):
     return resolve(variant=Variant(name="v", params=params), model=LIFECYCLE)
 
 
+def split_variant(*, model="lifecycle", processes=2, **sizes):
+    """Return the specification of a variant solved in ``processes`` processes."""
+    from project.pipeline import variant_specification
+
+    small = {"n_wealth": 6, "n_consumption": 5, "n_periods": 3} if model == "lifecycle" else {}
+    return variant_specification(variant(model=model, sizes=small | sizes, processes=processes))
+
+
+def launcher(choice, *, path=None):
+    """Return the launcher ``$PROJECT_LAUNCHER=choice`` picks (``path``: PATH to search)."""
+    from project.launch import LAUNCHER_ENV, chosen_launcher
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(LAUNCHER_ENV, choice)
+        if path is not None:
+            patch.setenv("PATH", path)
+        return chosen_launcher()
+
+
+def worker_input(key):
+    """Return a solve worker's input ``key`` with none set (the worker run by hand)."""
+    from project.launch import worker_setting
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.delenv(f"PROJECT_SOLVE_{key}", raising=False)
+        return worker_setting(key)
+
+
 for bad_name in ["../escape", "/abs/path", "", "a b", "1st", "a/b", ".hidden", None, "x" * 65]:
     CASES.append((f"variant name {bad_name!r}", lambda n=bad_name: variant(name=n), "safe"))
 CASES += [
@@ -295,7 +323,25 @@ CASES += [
         lambda: variant_params(taste_shock_scale=0.1),
         "taste_shocks=True",
     ),
+    ("variant processes zero", lambda: variant(processes=0), "processes must be a whole"),
+    ("variant processes float", lambda: variant(processes=2.0), "processes must be a whole"),
+    ("variant processes with regimes", lambda: split_variant(model="lifecycle_regimes"), "regimes"),
+    ("variant processes no distributed state", split_variant, "no distributed state"),
+    (
+        "variant processes by DC-EGM",
+        lambda: split_variant(distributed_types=True, n_savings=8),
+        "(DC-)EGM",
+    ),
+    (
+        "variant processes not dividing blocks",
+        lambda: split_variant(distributed_types=True, processes=3),
+        "2 blocks, which do not split evenly over 3 processes",
+    ),
+    ("launcher unknown", lambda: launcher("mpirun"), "PROJECT_LAUNCHER='mpirun'"),
+    ("launcher srun without srun", lambda: launcher("srun", path=""), "no srun is on PATH"),
+    ("solve worker by hand", lambda: worker_input("DIRECTORY"), "started by project.launch"),
 ]
+
 for bad_limit, fragment in [
     ("2XB", "memory_limit"),
     ("", "memory_limit"),

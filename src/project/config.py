@@ -69,6 +69,12 @@ class Variant:
     model's ages). Preferences are estimated once, on the status quo (``STATUS_QUO``), and
     every variant is solved at those estimates: ``params`` may change policy, never an
     estimated preference (``ESTIMATION.estimated``).
+
+    ``processes`` > 1 solves the variant in that many processes (JAX multi-process), each
+    holding its share of the blocks of the model's ``distributed`` states: the solve task
+    launches them with ``srun`` inside a SLURM allocation, else as local processes
+    (``project.launch``; ``$PROJECT_LAUNCHER`` chooses). It needs a model without regimes whose
+    distributed states are solved by grid search (``pipeline.check_processes``).
     """
 
     name: str
@@ -78,6 +84,7 @@ class Variant:
     log_level: str = "progress"
     x64: bool = False
     simulation: SimulationSettings = field(default_factory=SimulationSettings)
+    processes: int = 1
 
     def __post_init__(self) -> None:
         """Refuse names that are no safe identifiers (they become paths under ``bld/``)."""
@@ -95,6 +102,12 @@ class Variant:
             if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
                 msg = f"Variant {self.name!r}: {part} must be a dict with str keys, got {value!r}."
                 raise ConfigurationError(msg)
+        if type(self.processes) is not int or self.processes < 1:
+            msg = (
+                f"Variant {self.name!r}: processes must be a whole number >= 1 (1 solves in the "
+                f"task's own process), got {self.processes!r}."
+            )
+            raise ConfigurationError(msg)
 
 
 SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")

@@ -70,3 +70,7 @@ class DiskFullError(CheckpointError):
 
 class BuildLockedError(ProjectError, RuntimeError):
     """Another build holds the build root's lock (two builds would race on every product)."""
+
+
+class DistributedSolveError(ProjectError, RuntimeError):
+    """A process of a multi-process solve failed (the message holds the processes' output)."""

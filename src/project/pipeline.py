@@ -25,6 +25,7 @@ from project.config import DATA, SimulationSettings, Variant
 from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.estimation.products import load_estimation, save_estimation
 from project.estimation.variant import estimate_variant
+from project.launch import check_processes, solve_in_processes
 from project.model.spec import Model
 from project.models import DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS, default_params_of
 from project.persist.atomic import MARKER_NAME, write_bytes_atomically
@@ -58,6 +59,7 @@ def variant_specification(
     its own ``params`` is refused: a counterfactual changes policy, never preferences.
     """
     model = build_variant_model(model=variant.model, sizes=variant.sizes)
+    check_processes(model=model, name=variant.name, processes=variant.processes)
     params = variant_params(variant=variant, model=model)
     estimates = dict(estimates or {})
     overridden = sorted(set(estimates) & set(variant.params))
@@ -86,6 +88,7 @@ def variant_specification(
         "estimated": sorted(estimates),
         "log_level": variant.log_level,
         "x64": variant.x64,
+        "processes": variant.processes,
         "description": model.describe(),
     }
 
@@ -220,15 +223,35 @@ def solve_variant(
     """Solve the specified model into ``directory`` unless it is up to date; say if solved.
 
     An existing solution counts only when every file matches its marker's digests and its
-    fingerprint is the expected one; a damaged one is logged and solved again.
+    fingerprint is the expected one; a damaged one is logged and solved again. A specification
+    with ``processes`` > 1 is solved by that many processes (``project.launch``), which save
+    the product together; it is then verified here.
     """
     expected = fingerprint(specification=specification, sources=sources)
-    if (
-        _intact_fingerprint(Path(directory), read=_solution_fingerprint, again="Solving")
-        == expected
-    ):
+    if _solved(directory, fingerprint=expected):
         logger.info("Solution of %r is up to date; not solving again.", specification["name"])
         return False
+    if specification.get("processes", 1) == 1:
+        solve_and_save(specification=specification, directory=directory, fingerprint=expected)
+        return True
+    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    solve_in_processes(
+        specification=specification, model=model, directory=directory, fingerprint=expected
+    )
+    if not _solved(directory, fingerprint=expected):
+        msg = (
+            f"The processes that solved {specification['name']!r} exited without error but "
+            f"published no intact solution in {directory}; run pytask again."
+        )
+        raise CheckpointError(msg)
+    return True
+
+
+def solve_and_save(*, specification: dict[str, Any], directory: Path, fingerprint: str) -> Solution:
+    """Solve the specified model, save it with ``fingerprint`` and return it.
+
+    In a multi-process solve every process calls it (``project.solve_worker``).
+    """
     jax.config.update("jax_enable_x64", specification["x64"])
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
     solution = solve(
@@ -237,9 +260,15 @@ def solve_variant(
     save_solution(
         solution=solution,
         directory=directory,
-        provenance={"variant": specification["name"], "fingerprint": expected},
+        provenance={"variant": specification["name"], "fingerprint": fingerprint},
     )
-    return True
+    return solution
+
+
+def _solved(directory: Path, *, fingerprint: str) -> bool:
+    """Say whether ``directory`` holds an intact solution with ``fingerprint``."""
+    found = _intact_fingerprint(Path(directory), read=_solution_fingerprint, again="Solving")
+    return found == fingerprint
 
 
 def _intact_fingerprint(

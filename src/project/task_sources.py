@@ -62,7 +62,9 @@ TABLE_SOURCES = [
 ]
 DATA_SOURCES = [*_modules("data"), *_files("errors.py", "persist/atomic.py"), *PROVENANCE_SOURCES]
 """The modules the data preparation runs."""
-SOLVE_SOURCES = [*ENGINE_SOURCES, *PERSIST_SOURCES, PIPELINE_SOURCE]
+LAUNCH_SOURCES = _files("launch.py", "solve_worker.py")
+"""What a multi-process solve runs besides the engine (``Variant.processes``)."""
+SOLVE_SOURCES = [*ENGINE_SOURCES, *PERSIST_SOURCES, *LAUNCH_SOURCES, PIPELINE_SOURCE]
 """What the solve task depends on and its fingerprint hashes."""
 ESTIMATE_SOURCES = [
     *_modules("estimation"),

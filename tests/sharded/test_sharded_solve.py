@@ -201,3 +201,20 @@ def test_simulation_bundle_keeps_value_function_sharded(solutions, tmp_path):
         np.asarray(loaded.value_function[0]), np.asarray(sharded.value_function[0])
     )
     pd.testing.assert_frame_equal(result.to_dataframe(), loaded.to_dataframe())
+
+
+def test_dcegm_refuses_distributed_types_it_would_not_shard():
+    """(DC-)EGM runs on one device: distributed types over 4 devices raise, naming the fix."""
+    model = lifecycle.build_model(
+        n_wealth=16,
+        n_consumption=16,
+        n_periods=4,
+        start_age=66,
+        n_savings=20,
+        distributed_types=True,
+        n_types=4,
+    )
+    with pytest.raises(ModelSpecificationError, match=r"\(DC-\)EGM solves on one device.*grid"):
+        solve(model=model, params=PARAMS)
+    one_device = solve(model=model, params=PARAMS, devices=jax.devices()[:1])
+    assert one_device.method == "dcegm"

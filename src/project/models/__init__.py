@@ -35,10 +35,13 @@ def default_params_of(*, name: str, model: Any, female_share: float = 0.5) -> di
     """Return the shipped default params of the built model ``name`` (without taste shocks).
 
     ``lifecycle_regimes`` gets the params its options use (life-table survival probabilities of
-    its ages, mixing men and women with ``female_share``); the others their ``DEFAULT_PARAMS``.
+    its ages, mixing men and women with ``female_share``); ``lifecycle`` those of its number
+    of preference types; the others their ``DEFAULT_PARAMS``.
     """
     if name == "lifecycle_regimes":
         return lifecycle_regimes.params_for(model, female_share=female_share)
+    if name == "lifecycle":
+        return lifecycle.default_params(n_types=model.states["pref_type"].n_points)
     return dict(DEFAULT_PARAMS[name])
 
 

@@ -139,6 +139,7 @@ def solve(
             on_invalid=on_invalid,
         )
     if choose_method(model, method=method) in ("egm", "dcegm"):
+        _refuse_sharded_egm(model, devices=devices)
         return solve_egm(
             model=model,
             params=params,
@@ -297,6 +298,19 @@ def _run(
         unit_slope=tuple(bool(s) for s in facts["unit_slope"]) if "unit_slope" in facts else None,
         transitions_valid=all(v.all() for c, v in facts.items() if c.startswith("valid:")),
     )
+
+
+def _refuse_sharded_egm(model: Model, *, devices: Sequence[Any] | None) -> None:
+    """Raise where distributed states would be sharded over devices that (DC-)EGM ignores."""
+    n_devices = len(jax.devices() if devices is None else devices)
+    if model.permanent_states and n_devices > 1:
+        msg = (
+            f"Model {model.name!r} marks {list(model.permanent_states)} distributed, and there "
+            f"are {n_devices} devices, but (DC-)EGM solves on one device and would hold every "
+            "block there. Solve by grid search (method='grid', or no post_decision_grid), "
+            "set distributed=False, or limit the devices to one."
+        )
+        raise ModelSpecificationError(msg)
 
 
 def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh | None) -> Any:
