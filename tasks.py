@@ -504,11 +504,16 @@ def task_welfare(
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     estimation_marker: Path = ESTIMATION_MARKER,
+    calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
     sources: list[Path] = source_files(WELFARE_SOURCES),
     produces: Path = RESULTS["welfare"],
 ) -> None:
-    """Measure the pension cut's welfare effect as a consumption equivalent, with its s.e."""
+    """Measure the pension cut's welfare effect as a consumption equivalent, with its s.e.
+
+    The baseline's households are weighted by their calibrated weights, as in the tables.
+    """
     from project.analysis.welfare import write_welfare
+    from project.calibration import load_calibration
     from project.pipeline import read_specification
     from project.provenance import product_provenance
 
@@ -518,6 +523,7 @@ def task_welfare(
         solution_directories={v: m.parent for v, m in solution_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         estimation_directory=estimation_marker.parent,
+        weights=load_calibration(calibration_marker.parent).weights,
         path=produces,
         provenance=product_provenance(config=specifications),
     )

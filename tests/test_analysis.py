@@ -470,7 +470,12 @@ def test_the_robustness_sentence_states_the_summary_table_s_wealth_gap():
     )
     grid_mean, base_mean = (21 * 1.1 + 3 * 30 * 1.1 + 2 * 147) / 30, (21 + 3 * 30 + 2 * 140) / 30
     expected = round(grid_mean, 3) / round(base_mean, 3) - 1  # the table's printed numbers
-    assert f"by {percent(expected)}." in sentence
+    assert (
+        f"a mean wealth {percent(expected)} higher ({grid_mean:.3f} against {base_mean:.3f})."
+        in sentence
+    )
+    for row in ("share of years retired", "share who retire", "mean retirement age"):
+        assert f"a {row} of " in sentence
     unweighted = robustness_sentence(
         panels={"baseline": base, "baseline_grid": grid}, weights={}, validation={}
     )

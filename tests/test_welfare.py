@@ -12,10 +12,13 @@ from project.analysis.welfare import (
     lambdas_at,
     scaled_params,
     simulated_consumption_utility,
+    subject_weights,
+    weighted_mean_and_error,
     welfare_effect,
-    welfare_numbers,
     welfare_uncertainty,
 )
+from project.analysis.welfare_text import welfare_numbers
+from project.errors import DataError
 from project.estimation.variant import precision
 from project.models import lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
@@ -92,6 +95,48 @@ def test_the_same_model_gives_zero(model):
     assert result["lambda"] == 0.0
     assert result["lambda_by_type"] == {"work_loving": 0.0, "leisure_loving": 0.0}
     assert result["value_difference"] == 0.0
+
+
+def test_weights_count_a_household_as_often_as_its_weight(model):
+    """Weights 2, 1, 1 give the λ of the same households with the first listed twice."""
+    params = lifecycle_regimes.params_for(model) | {"taste_shock_scale": 0.01}
+    base = solve(model=model, params=params)
+    cut = solve(model=model, params=params | {"pension": 0.5 * params["pension"]})
+    three = pd.concat([states_of([1.0, 3.0]), states_of([2.0], pref_type="leisure_loving")])
+    four = pd.concat([states_of([1.0]), three])
+
+    def effect(states, weights=None):
+        return welfare_effect(
+            model=model,
+            base_params=params,
+            base_solution=base,
+            counterfactual_solution=cut,
+            states=states.reset_index(drop=True),
+            weights=weights,
+        )
+
+    weighted, replicated = effect(three, weights=np.array([2.0, 1.0, 1.0])), effect(four)
+    for key in ("lambda", "base_value", "counterfactual_value", "consumption_utility"):
+        assert weighted[key] == pytest.approx(replicated[key], rel=1e-12), key
+    assert weighted["lambda_by_type"] == pytest.approx(replicated["lambda_by_type"], rel=1e-12)
+    assert weighted["type_shares"] == pytest.approx({"work_loving": 0.75, "leisure_loving": 0.25})
+    assert weighted["lambda"] != pytest.approx(effect(three)["lambda"], rel=1e-6)
+
+
+def test_subject_weights_follow_the_ids_and_refuse_a_foreign_calibration():
+    states = pd.DataFrame({"subject_id": [0, 1, 2]})
+    weights = pd.DataFrame({"subject_id": [2, 0, 1], "weight": [3.0, 1.0, 2.0]})
+    np.testing.assert_array_equal(subject_weights(states=states, weights=weights), [1, 2, 3])
+    np.testing.assert_array_equal(subject_weights(states=states, weights=None), [1, 1, 1])
+    with pytest.raises(DataError, match=r"miss or give no positive weight to 1 .*Rebuild"):
+        subject_weights(states=states, weights=weights.iloc[:2])
+
+
+def test_weighted_mean_and_error_with_equal_weights_is_the_sample_mean_and_its_error():
+    values = np.array([1.0, 4.0, 2.0, 7.0])
+    mean, error = weighted_mean_and_error(values, weights=np.full(4, 0.3))
+    assert mean == pytest.approx(values.mean())
+    assert error == pytest.approx(values.std(ddof=1) / 2)
 
 
 def test_without_other_utility_consumption_utility_is_v_and_scaling_gives_k_minus_1(model):

@@ -89,8 +89,9 @@ VALIDATION_SOURCES = [
     PIPELINE_SOURCE,
 ]
 WELFARE_SOURCES = [
-    *_files("analysis/welfare.py", "analysis/table_output.py"),
+    *_files("analysis/welfare.py", "analysis/welfare_text.py", "analysis/table_output.py"),
     *ANALYSIS_BASE,
+    *_modules("calibration"),
     *_modules("estimation"),
     *SIMULATION_SOURCES,
     *SOLVE_SOURCES,

@@ -285,6 +285,26 @@ def test_every_product_downstream_of_the_estimation_uses_the_estimates(serial_bu
     assert ESTIMATED_MARK in (bld / "tables/parameters.typ").read_text()
 
 
+def test_the_welfare_measure_weights_households_as_the_tables_do(serial_build):
+    """λ's averages use the baseline's calibrated weights: its type shares are theirs."""
+    from project.calibration import load_calibration
+    from project.persist.bundle import load_table
+
+    root, _, _ = serial_build
+    bld = root / BLD
+    values = json.loads((bld / "results/welfare.json").read_text())["values"]
+    panel = load_table(bld / "baseline" / "simulation")
+    first = panel[panel["period"] == panel["period"].min()]
+    weights = load_calibration(bld / "baseline" / "calibration").weights
+    frame = first.merge(weights, on="subject_id")
+    assert len(frame) == len(first) == values["n_households"]
+    shares = frame.groupby(frame["pref_type"].astype(str))["weight"].sum() / frame["weight"].sum()
+    assert values["weighted"] is True
+    assert values["type_shares"] == pytest.approx(shares.to_dict(), rel=1e-12)
+    unweighted = first["pref_type"].astype(str).value_counts(normalize=True).to_dict()
+    assert values["type_shares"] != pytest.approx(unweighted, rel=1e-6)  # the weights differ
+
+
 def _leaves(tree: object, prefix: str = "") -> dict[str, object]:
     if isinstance(tree, dict):
         return {

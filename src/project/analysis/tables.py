@@ -62,8 +62,11 @@ MEAN_WEALTH = "Mean wealth"
 WEALTH_TO_INCOME = "Wealth-to-income ratio"
 HOUSEHOLDS = "Households simulated"
 CONSUMPTION_CHANGE = "Consumption change at retirement"
+SHARE_YEARS_RETIRED = "Share of years retired"
+SHARE_WHO_RETIRE = "Share who retire"
+MEAN_RETIREMENT_AGE = "Mean retirement age"
 SUMMARY_FORMATS = {
-    "Mean retirement age": "{:.1f}",
+    MEAN_RETIREMENT_AGE: "{:.1f}",
     WEALTH_TO_INCOME: "{:.2f}",
     HOUSEHOLDS: "{:.0f}",
 }
@@ -162,11 +165,9 @@ def summary_statistics(
                 if income is None
                 else weighted_mean(frame["wealth"], w) / weighted_mean(income, w)
             ),
-            "Share of years retired": weighted_mean(frame["retired"], w),
-            "Share who retire": weighted_mean(
-                subjects["retires"].astype(float), subjects["weight"]
-            ),
-            "Mean retirement age": weighted_mean(retired["retirement_age"], retired["weight"]),
+            SHARE_YEARS_RETIRED: weighted_mean(frame["retired"], w),
+            SHARE_WHO_RETIRE: weighted_mean(subjects["retires"].astype(float), subjects["weight"]),
+            MEAN_RETIREMENT_AGE: weighted_mean(retired["retirement_age"], retired["weight"]),
             CONSUMPTION_CHANGE: _mean_change(retired),
             HOUSEHOLDS: float(panel["subject_id"].nunique()) if "subject_id" in panel else np.nan,
         }

@@ -21,9 +21,11 @@ behaviour fixed, scales ``C`` by (1 + λ)^(1-γ), so the CE solves
 theorem (the log-sum's choice probabilities are optimal too) ``dV/dk`` at k = 1 is ``C`` along
 the optimal policy. ``consumption_utility`` takes the derivative by Richardson-extrapolated
 central differences (four solves of the baseline). Expectations over the initial distribution
-average V at the simulated panel's first-period states (the same draws in both variants);
-λ by type uses the type's households. ``simulated_consumption_utility`` is the Monte-Carlo
-counterpart from the panel's consumption, a check of ``C``.
+average V at the simulated panel's first-period states (the same draws in both variants),
+each household weighted by its calibrated weight (the baseline's reweighting to the aggregate
+targets, which every table uses too; without weights, equally); λ by type uses the type's
+households. ``simulated_consumption_utility`` is the Monte-Carlo counterpart from the panel's
+consumption, a check of ``C``.
 
 Uncertainty: both variants are solved at the status quo's estimated preferences θ̂, so λ is a
 function of θ̂. ``welfare_uncertainty`` carries the estimates' sampling covariance Σ into λ by
@@ -44,8 +46,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from project.analysis.notation import SMALLEST_SE, number, percent
-from project.estimation.inference import CRITICAL
+from project.analysis.welfare_text import welfare_numbers
+from project.errors import DataError
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
@@ -58,8 +60,6 @@ logger = logging.getLogger("project.analysis")
 
 NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_weight")
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
-SMALLEST_PRINTED = 0.005
-"""A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
 DELTA_RELATIVE_STEP = 1e-3
 """The delta method's central-difference step, relative to each estimated param."""
 
@@ -150,23 +150,29 @@ def welfare_effect(
     base_solution: RegimeSolution,
     counterfactual_solution: RegimeSolution,
     states: pd.DataFrame,
+    weights: np.ndarray | None = None,
     step: float = 0.02,
 ) -> dict[str, Any]:
     """Return λ overall and by ``pref_type``, the expected values and their difference.
 
     ``states``: the initial states (one row per household, columns ``regime`` and its states);
-    both variants are evaluated there. Keys: ``lambda``, ``lambda_by_type``, ``base_value``,
-    ``counterfactual_value``, ``value_difference`` (V1 - V0), ``consumption_utility`` (C),
-    ``value_difference_by_type``, ``n_households``.
+    both variants are evaluated there. ``weights``: one per row (default: equal), for every
+    mean. Keys: ``lambda``, ``lambda_by_type``, ``base_value``, ``counterfactual_value``,
+    ``value_difference`` (V1 - V0), ``consumption_utility`` (C), ``value_difference_by_type``,
+    ``type_shares`` (weighted), ``n_households``.
     """
     base = initial_values(solution=base_solution, states=states)
     counterfactual = initial_values(solution=counterfactual_solution, states=states)
     consumption = consumption_utility(model=model, params=base_params, states=states, step=step)
     crra = float(np.asarray(base_params["crra"]))
     frame = pd.DataFrame({"v0": base, "v1": counterfactual, "c": consumption})
+    frame["w"] = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
+
+    def weighted_means(part: pd.DataFrame) -> pd.Series:
+        return part[["v0", "v1", "c"]].mul(part["w"], axis=0).sum() / part["w"].sum()
 
     def effect(part: pd.DataFrame) -> float:
-        means = part.mean()
+        means = weighted_means(part)
         return consumption_equivalent(
             base_value=means["v0"],
             counterfactual_value=means["v1"],
@@ -178,7 +184,7 @@ def welfare_effect(
     groups = {} if types is None else dict(list(frame.groupby(types.to_numpy(), sort=False)))
     order = list(states["pref_type"].cat.categories) if types is not None else []
     order = [t for t in map(str, order) if t in groups] or sorted(groups)
-    means = frame.mean()
+    means, by_type = weighted_means(frame), {t: weighted_means(groups[t]) for t in order}
     return {
         "lambda": effect(frame),
         "lambda_by_type": {t: effect(groups[t]) for t in order},
@@ -186,9 +192,8 @@ def welfare_effect(
         "counterfactual_value": float(means["v1"]),
         "value_difference": float(means["v1"] - means["v0"]),
         "consumption_utility": float(means["c"]),
-        "value_difference_by_type": {
-            t: float(groups[t]["v1"].mean() - groups[t]["v0"].mean()) for t in order
-        },
+        "value_difference_by_type": {t: float(m["v1"] - m["v0"]) for t, m in by_type.items()},
+        "type_shares": {t: float(groups[t]["w"].sum() / frame["w"].sum()) for t in order},
         "n_households": len(frame),
     }
 
@@ -199,6 +204,7 @@ def lambdas_at(
     base_params: Mapping[str, Any],
     counterfactual_params: Mapping[str, Any],
     states: pd.DataFrame,
+    weights: np.ndarray | None = None,
 ) -> dict[str, float]:
     """Return λ overall (key ``"all"``) and by type with both variants solved at these params."""
     solutions = [
@@ -211,6 +217,7 @@ def lambdas_at(
         base_solution=solutions[0],
         counterfactual_solution=solutions[1],
         states=states,
+        weights=weights,
     )
     return {"all": result["lambda"], **result["lambda_by_type"]}
 
@@ -223,6 +230,7 @@ def welfare_uncertainty(
     states: pd.DataFrame,
     estimates: Mapping[str, float],
     covariance: np.ndarray,
+    weights: np.ndarray | None = None,
     relative_step: float = DELTA_RELATIVE_STEP,
 ) -> dict[str, Any]:
     """Return λ's delta-method standard error overall and by type, and its gradient in θ.
@@ -255,6 +263,7 @@ def welfare_uncertainty(
                         name: float(estimates[name]) + sign * step,
                     },
                     states=states,
+                    weights=weights,
                 )
                 for sign in (1, -1)
             ]
@@ -281,16 +290,18 @@ def write_welfare(
     bundle_directories: Mapping[str, Path],
     estimation_directory: Path,
     path: Path,
+    weights: pd.DataFrame | None = None,
     provenance: Mapping[str, str] | None = None,
     base: str = "baseline",
     counterfactual: str = "low_pension",
 ) -> dict[str, Any]:
     """Measure the counterfactual's CE against the base variant; write and return the result.
 
-    The JSON holds ``lambda`` and ``lambda_by_type`` (shares), their delta-method standard
-    errors over the estimates in ``estimation_directory`` (``lambda_se``,
-    ``lambda_se_by_type``), ``numbers`` (as printed), ``values`` (every measure, including the
-    Monte-Carlo check of C) and ``provenance``.
+    ``weights`` (``subject_id``, ``weight``: the base variant's calibrated weights) weight its
+    households in every mean. The JSON holds ``lambda`` and ``lambda_by_type`` (shares), their
+    delta-method standard errors over the estimates in ``estimation_directory``
+    (``lambda_se``, ``lambda_se_by_type``), ``numbers`` (as printed), ``values`` (every
+    measure, including the Monte-Carlo check of C) and ``provenance``.
     """
     start = time.perf_counter()
     specification = dict(specifications[base])
@@ -303,16 +314,24 @@ def write_welfare(
     }
     panel = load_table(Path(bundle_directories[base]))
     states = initial_states(panel)
+    household_weights = subject_weights(states=states, weights=weights)
     result = welfare_effect(
         model=model,
         base_params=specification["params"],
         base_solution=solutions[base],
         counterfactual_solution=solutions[counterfactual],
         states=states,
+        weights=household_weights,
     )
     simulated = simulated_consumption_utility(panel=panel, params=specification["params"])
-    result["simulated_consumption_utility"] = float(simulated.mean())
-    result["simulated_consumption_utility_se"] = float(simulated.std() / np.sqrt(simulated.size))
+    mean, error = weighted_mean_and_error(
+        simulated.reindex(states["subject_id"]).to_numpy(), weights=household_weights
+    )
+    result |= {
+        "simulated_consumption_utility": mean,
+        "simulated_consumption_utility_se": error,
+        "weighted": weights is not None,
+    }
     estimation = load_estimation(Path(estimation_directory))
     result |= welfare_uncertainty(
         specification=specification,
@@ -321,6 +340,7 @@ def write_welfare(
         states=states,
         estimates=estimation.params,
         covariance=estimation.covariance,
+        weights=household_weights,
     )
     result["params_at_bound"] = list(estimation.summary.get("params_at_bound", []))
     content = {
@@ -338,28 +358,26 @@ def write_welfare(
     return content
 
 
-def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
-    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap.
-
-    No s.e. or interval is printed where an estimate lies at a bound (``params_at_bound``).
-    """
-    numbers = {"value_difference": number(result["value_difference"], decimals=4)}
-    valid = not result.get("params_at_bound")  # no delta method at a bound
-    errors = result.get("lambda_se_by_type", {}) if valid else {}
-    groups = {"": (result["lambda"], result.get("lambda_se") if valid else None)} | {
-        f"_{t}": (v, errors.get(t)) for t, v in result["lambda_by_type"].items()
-    }
-    for suffix, (value, error) in groups.items():
-        numbers[f"lambda{suffix}"] = _percent(value)
-        if error is not None:
-            numbers[f"lambda{suffix}_se"] = (
-                _percent(error) if 100 * error >= SMALLEST_PRINTED else SMALLEST_SE
-            )
-            numbers[f"lambda{suffix}_ci"] = (
-                f"[{_percent(value - CRITICAL * error)}, {_percent(value + CRITICAL * error)}]"
-            )
-    return numbers
+def subject_weights(*, states: pd.DataFrame, weights: pd.DataFrame | None) -> np.ndarray:
+    """Return each row's weight from ``weights`` (by ``subject_id``); ones without them."""
+    if weights is None:
+        return np.ones(len(states))
+    matched = states[["subject_id"]].merge(weights, on="subject_id", how="left")["weight"]
+    missing = int((~(matched > 0)).sum())  # NaN (no weight) compares False too
+    if missing:
+        msg = (
+            f"The calibrated weights miss or give no positive weight to {missing} of the "
+            "welfare measure's households: the calibration belongs to another simulation. "
+            "Rebuild with pytask."
+        )
+        raise DataError(msg)
+    return matched.to_numpy(dtype=np.float64)
 
 
-def _percent(value: float) -> str:
-    return percent(value, decimals=2)
+def weighted_mean_and_error(values: np.ndarray, *, weights: np.ndarray) -> tuple[float, float]:
+    """Return the weighted mean of independent draws and its standard error (weights fixed)."""
+    shares = np.asarray(weights, dtype=np.float64) / np.sum(weights)
+    mean = float(shares @ values)
+    residuals = values - mean
+    correction = len(values) / (len(values) - 1)
+    return mean, float(np.sqrt(correction * np.sum(shares**2 * residuals**2)))

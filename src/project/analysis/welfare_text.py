@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from project.analysis.notation import SMALLEST_SE, number, percent, symbol, type_name
-from project.estimation.inference import CONFIDENCE
+from project.estimation.inference import CONFIDENCE, CRITICAL
+
+SMALLEST_PRINTED = 0.005
+"""A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
 
 
 def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
@@ -39,6 +42,11 @@ def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
             "the estimated preferences by the delta method"
         )
     sentence += f". By type: {by_type}."
+    if welfare.get("values", {}).get("weighted"):
+        sentence += (
+            " The averages over the initial distribution weight the baseline\u2019s simulated "
+            "households by their calibrated weights, as every table does."
+        )
     at_bound = welfare.get("values", {}).get("params_at_bound", [])
     if at_bound:
         names = " and ".join(symbol(p) for p in at_bound)
@@ -99,3 +107,30 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
         f"({number(simulated, decimals=2)}, standard error {number(error, decimals=3)}) are "
         f"{number(distance, decimals=1)} standard errors apart."
     )
+
+
+def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
+    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap.
+
+    No s.e. or interval is printed where an estimate lies at a bound (``params_at_bound``).
+    """
+    numbers = {"value_difference": number(result["value_difference"], decimals=4)}
+    valid = not result.get("params_at_bound")  # no delta method at a bound
+    errors = result.get("lambda_se_by_type", {}) if valid else {}
+    groups = {"": (result["lambda"], result.get("lambda_se") if valid else None)} | {
+        f"_{t}": (v, errors.get(t)) for t, v in result["lambda_by_type"].items()
+    }
+    for suffix, (value, error) in groups.items():
+        numbers[f"lambda{suffix}"] = _percent(value)
+        if error is not None:
+            numbers[f"lambda{suffix}_se"] = (
+                _percent(error) if 100 * error >= SMALLEST_PRINTED else SMALLEST_SE
+            )
+            numbers[f"lambda{suffix}_ci"] = (
+                f"[{_percent(value - CRITICAL * error)}, {_percent(value + CRITICAL * error)}]"
+            )
+    return numbers
+
+
+def _percent(value: float) -> str:
+    return percent(value, decimals=2)
