@@ -103,3 +103,28 @@ def test_params_are_finite_arrays_of_the_template_or_our_error(changes):
         assert value.shape == shape
         assert np.all(np.isfinite(value))
     assert float(checked["beta"]) > 0
+
+
+@SETTINGS
+@given(
+    nodes=st.lists(finite, min_size=1, max_size=70),
+    n_nan=st.integers(0, 3),
+    probes=st.lists(finite, min_size=1, max_size=8),
+    context=st.integers(0, 1),
+)
+def test_the_node_search_counts_as_searchsorted_does(nodes, n_nan, probes, context):
+    """The element-wise binary search of the EGM read equals ``jnp.searchsorted`` (right).
+
+    On sorted nodes with ties and NaN padding at the end, at the nodes themselves and between
+    (``jnp.searchsorted``, not NumPy's: XLA flushes subnormal numbers to zero, NumPy does not).
+    """
+    import jax.numpy as jnp
+
+    from project.egm.choices import _count_at_most, _Row
+
+    row = np.concatenate([np.sort(np.asarray(nodes)), np.full(n_nan, np.nan)])
+    table = np.stack([row - 1.0, row])[:, None, :]  # two contexts x one choice x nodes
+    table, x = jnp.asarray(table), jnp.asarray(probes + nodes[:3])  # at JAX's precision
+    found = _count_at_most(_Row(table, context, 0), x)
+    expected = jnp.searchsorted(table[context, 0], x, side="right")  # what it replaces
+    np.testing.assert_array_equal(np.asarray(found), np.asarray(expected))

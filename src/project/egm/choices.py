@@ -46,16 +46,49 @@ class AtState(NamedTuple):
     marginal: jnp.ndarray | None
 
 
-def _between(
-    x: jnp.ndarray, nodes: jnp.ndarray, values: jnp.ndarray, upper: jnp.ndarray
-) -> jnp.ndarray:
+class _Row(NamedTuple):
+    """One context's and choice's row of a node-ending array, read element by element.
+
+    Indexing the row's elements straight from the whole array, instead of slicing the row
+    first, keeps a vmapped read (the simulation: one context per subject) from copying a whole
+    row for every subject.
+    """
+
+    table: jax.Array
+    context: jnp.ndarray | int
+    choice: jnp.ndarray
+
+    def __getitem__(self, index: jnp.ndarray) -> jnp.ndarray:
+        return self.table[self.context, self.choice, index]
+
+
+def _count_at_most(nodes: _Row, x: jnp.ndarray) -> jnp.ndarray:
+    """Return how many nodes are at most ``x`` (``searchsorted(..., side="right")``).
+
+    A binary search of ceil(log2(n + 1)) steps that reads one node per step; a NaN node counts
+    as larger than every ``x``, as in ``jnp.searchsorted``.
+    """
+    n = nodes.table.shape[-1]
+
+    def halve(_: int, bounds: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
+        low, high = bounds
+        active = low < high
+        middle = (low + high) // 2
+        right = nodes[jnp.minimum(middle, n - 1)] <= x
+        return jnp.where(active & right, middle + 1, low), jnp.where(active & ~right, middle, high)
+
+    start = (jnp.zeros(jnp.shape(x), jnp.int32), jnp.full(jnp.shape(x), n, jnp.int32))
+    return jax.lax.fori_loop(0, max(1, n).bit_length(), halve, start)[0]
+
+
+def _between(x: jnp.ndarray, nodes: _Row, values: _Row, upper: jnp.ndarray) -> jnp.ndarray:
     """Return ``values`` interpolated linearly at ``x`` on the segment ending at ``upper``."""
     x0, x1 = nodes[upper - 1], nodes[upper]
     return values[upper - 1] + (x - x0) * ((values[upper] - values[upper - 1]) / (x1 - x0))
 
 
 def _hermite(
-    x: jnp.ndarray, nodes: jnp.ndarray, values: jnp.ndarray, slopes: jnp.ndarray, upper: jnp.ndarray
+    x: jnp.ndarray, nodes: _Row, values: _Row, slopes: _Row, upper: jnp.ndarray
 ) -> jnp.ndarray:
     """Return the cubic Hermite interpolation of ``values`` with ``slopes`` at ``x``.
 
@@ -104,16 +137,20 @@ def at_state(
 
     def one(choice: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
         here = choice_env(structure, env, choice)
-        nodes = arrays.wealth[context, choice]
+
+        def row(table: jax.Array) -> _Row:
+            return _Row(table, context, choice)
+
+        nodes = row(arrays.wealth)
         # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
         # is the exact constrained value instead).
-        upper = jnp.clip(jnp.searchsorted(nodes, wealth, side="right"), 1, nodes.shape[-1] - 1)
-        consumption = _between(wealth, nodes, arrays.consumption[context, choice], upper)
+        upper = jnp.clip(_count_at_most(nodes, wealth), 1, arrays.wealth.shape[-1] - 1)
+        consumption = _between(wealth, nodes, row(arrays.consumption), upper)
         equivalent = _hermite(
             wealth,
             nodes,
-            arrays.value_equivalent[context, choice],
-            arrays.equivalent_slope[context, choice],
+            row(arrays.value_equivalent),
+            row(arrays.equivalent_slope),
             jnp.maximum(upper, 2),
         )
         # Below node 1 the limit binds: V = u(w - limit) + beta·E[V'(limit)], exactly.
