@@ -30,7 +30,7 @@ DISTRIBUTION = {
 }
 
 
-def build(*, distributed: bool, n_types: int = 4):
+def build(*, distributed: bool, n_types: int = 4, **sizes):
     return lifecycle.build_model(
         n_wealth=16,
         n_consumption=16,
@@ -38,6 +38,7 @@ def build(*, distributed: bool, n_types: int = 4):
         start_age=66,
         distributed_types=distributed,
         n_types=n_types,
+        **sizes,
     )
 
 
@@ -205,15 +206,7 @@ def test_simulation_bundle_keeps_value_function_sharded(solutions, tmp_path):
 
 def test_dcegm_refuses_distributed_types_it_would_not_shard():
     """(DC-)EGM runs on one device: distributed types over 4 devices raise, naming the fix."""
-    model = lifecycle.build_model(
-        n_wealth=16,
-        n_consumption=16,
-        n_periods=4,
-        start_age=66,
-        n_savings=20,
-        distributed_types=True,
-        n_types=4,
-    )
+    model = build(distributed=True, n_savings=20)
     with pytest.raises(ModelSpecificationError, match=r"\(DC-\)EGM solves on one device.*grid"):
         solve(model=model, params=PARAMS)
     one_device = solve(model=model, params=PARAMS, devices=jax.devices()[:1])
