@@ -18,7 +18,7 @@ from project.analysis.welfare import (
     welfare_uncertainty,
 )
 from project.analysis.welfare_text import welfare_numbers
-from project.errors import DataError
+from project.calibration.errors import CalibrationError
 from project.estimation.variant import precision
 from project.models import lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
@@ -128,8 +128,10 @@ def test_subject_weights_follow_the_ids_and_refuse_a_foreign_calibration():
     weights = pd.DataFrame({"subject_id": [2, 0, 1], "weight": [3.0, 1.0, 2.0]})
     np.testing.assert_array_equal(subject_weights(states=states, weights=weights), [1, 2, 3])
     np.testing.assert_array_equal(subject_weights(states=states, weights=None), [1, 1, 1])
-    with pytest.raises(DataError, match=r"miss or give no positive weight to 1 .*Rebuild"):
+    with pytest.raises(CalibrationError, match=r"no entry for subjects \[1\].*calibrated on this"):
         subject_weights(states=states, weights=weights.iloc[:2])
+    with pytest.raises(CalibrationError, match=r"subjects \[2\] more than once"):
+        subject_weights(states=states, weights=pd.concat([weights, weights.iloc[:1]]))
 
 
 def test_weighted_mean_and_error_with_equal_weights_is_the_sample_mean_and_its_error():

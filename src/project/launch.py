@@ -99,8 +99,8 @@ def solve_in_processes(
     model: Model,
     directory: Path,
     fingerprint: str,
-) -> str:
-    """Solve ``specification`` in its ``processes`` processes into ``directory``; return how.
+) -> None:
+    """Solve ``specification`` in its ``processes`` processes into ``directory``.
 
     Raises ``DistributedSolveError`` with the processes' output when one of them fails.
     """
@@ -124,7 +124,6 @@ def solve_in_processes(
         how,
         time.perf_counter() - started,
     )
-    return how
 
 
 def chosen_launcher() -> str:
@@ -221,11 +220,7 @@ def _wait_all(workers: list[subprocess.Popen]) -> list[int]:
     """Wait for every worker; once one fails, stop the others (they would wait for it)."""
     while any(w.poll() is None for w in workers):
         if any(w.poll() not in (None, 0) for w in workers):
-            for worker in workers:
-                if worker.poll() is None:
-                    worker.terminate()
-            for worker in workers:
-                worker.wait()
+            _stop(workers)
             break
         time.sleep(0.2)
     return [w.returncode for w in workers]

@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from project.analysis.welfare_text import welfare_numbers
-from project.errors import DataError
+from project.calibration.weighting import WEIGHT, attach_weights
 from project.estimation.products import load_estimation
 from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
@@ -359,19 +359,14 @@ def write_welfare(
 
 
 def subject_weights(*, states: pd.DataFrame, weights: pd.DataFrame | None) -> np.ndarray:
-    """Return each row's weight from ``weights`` (by ``subject_id``); ones without them."""
+    """Return each row's weight from ``weights`` (by ``subject_id``); ones without them.
+
+    ``attach_weights`` refuses weights that miss a household, repeat one or are not finite.
+    """
     if weights is None:
         return np.ones(len(states))
-    matched = states[["subject_id"]].merge(weights, on="subject_id", how="left")["weight"]
-    missing = int((~(matched > 0)).sum())  # NaN (no weight) compares False too
-    if missing:
-        msg = (
-            f"The calibrated weights miss or give no positive weight to {missing} of the "
-            "welfare measure's households: the calibration belongs to another simulation. "
-            "Rebuild with pytask."
-        )
-        raise DataError(msg)
-    return matched.to_numpy(dtype=np.float64)
+    attached = attach_weights(panel=states[["subject_id"]], weights=weights)
+    return attached[WEIGHT].to_numpy(dtype=np.float64)
 
 
 def weighted_mean_and_error(values: np.ndarray, *, weights: np.ndarray) -> tuple[float, float]:
