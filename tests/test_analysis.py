@@ -480,3 +480,14 @@ def test_the_robustness_sentence_states_the_summary_table_s_wealth_gap():
         panels={"baseline": base, "baseline_grid": grid}, weights={}, validation={}
     )
     assert unweighted != sentence  # the weights matter here
+
+
+def test_the_calibration_bounds_are_printed_on_their_safe_side():
+    """ "At least" the smallest share rounds down; "no weight above" the largest ratio rounds up."""
+    from project.analysis.numbers import calibration_numbers
+
+    summaries = {
+        "baseline": {"weights": {"effective_sample_share": 0.95860, "max_weight_ratio": 1.9}},
+        "grid": {"weights": {"effective_sample_share": 0.97, "max_weight_ratio": 2.0728}},
+    }
+    assert calibration_numbers(summaries) == {"ess_min": "95.8 %", "max_weight": "2.08"}

@@ -10,6 +10,7 @@ results ("raises"/"lowers") is generated here, never typed in the paper.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -234,10 +235,16 @@ def results_numbers(
 
 
 def calibration_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """Return the smallest effective-sample share and the largest weight ratio of all variants."""
+    """Return the smallest effective-sample share and the largest weight ratio of all variants.
+
+    Printed as bounds ("at least", "no weight above"): the share rounded down, the ratio up.
+    """
     ess = [float(s["weights"]["effective_sample_share"]) for s in summaries.values()]
     ratio = [float(s["weights"]["max_weight_ratio"]) for s in summaries.values()]
-    return {"ess_min": percent(min(ess)), "max_weight": number(max(ratio), decimals=2)}
+    return {
+        "ess_min": percent(math.floor(1000 * min(ess)) / 1000),
+        "max_weight": number(math.ceil(100 * max(ratio)) / 100, decimals=2),
+    }
 
 
 def method_sentence(methods: Mapping[str, str], *, sizes: Mapping[str, Any]) -> str:
@@ -252,7 +259,7 @@ def method_sentence(methods: Mapping[str, str], *, sizes: Mapping[str, Any]) -> 
     if "baseline_grid" in methods:
         check = method_name(methods["baseline_grid"])
         sentence += (
-            f" As a cross-check, it also solves the baseline by {check} over "
+            f" As a cross-check, it also solved the baseline by {check} over "
             f"{sizes['n_consumption']} consumption points at each of {sizes['n_wealth']} wealth "
             "points (the variant \u201cBaseline (grid search)\u201d)."
         )
@@ -354,7 +361,10 @@ def robustness_sentence(
     }
     wealth = printed.pop(MEAN_WEALTH)
     base, grid = (float(value) for value in wealth)
-    parts = [f"a {row.lower()} of {new} (DC-EGM: {old})" for row, (old, new) in printed.items()]
+    parts = [
+        f"a {row.lower()} of {new} " + ("under both" if new == old else f"(DC-EGM: {old})")
+        for row, (old, new) in printed.items()
+    ]
     direction = "higher" if grid > base else "lower"
     parts.append(
         f"a mean wealth {percent(abs(grid / base - 1))} {direction} ({wealth[1]} against "

@@ -44,8 +44,8 @@ def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
     sentence += f". By type: {by_type}."
     if welfare.get("values", {}).get("weighted"):
         sentence += (
-            " The averages over the initial distribution weight the baseline\u2019s simulated "
-            "households by their calibrated weights, as every table does."
+            " Both variants are evaluated at the baseline\u2019s simulated households, weighted "
+            "by their calibrated baseline weights (those of the tables\u2019 baseline columns)."
         )
     at_bound = welfare.get("values", {}).get("params_at_bound", [])
     if at_bound:
@@ -79,8 +79,8 @@ def precise_types_sentence(
         reason = ""
         if None not in ages and {float(a) for a in ages} == {float(mandatory_age)}:
             reason = (
-                f": they retire at the mandatory age of {mandatory_age} under both pensions, so "
-                "the cut changes none of their retirement choices; their λ depends on the "
+                f": on average they retire at the mandatory age of {mandatory_age} under both "
+                "pensions, so the cut hardly changes when they retire; their λ depends on the "
                 "preferences only through saving and discounting, and the delta method finds it "
                 "nearly constant over the estimates\u2019 sampling uncertainty"
             )
