@@ -144,6 +144,13 @@ def run_child(
     return {"config": config, "error": f"exit code {completed.returncode}: {tail}"}
 
 
+def ensure_peer(peer_python: Path, *, setup_script: Path) -> None:
+    """Build a peer's environment by ``setup_script`` (given its folder) when it is missing."""
+    if not peer_python.exists():
+        env_dir = peer_python.parent.parent
+        subprocess.run(["bash", str(setup_script), str(env_dir)], check=True)
+
+
 def _text(output: str | bytes | None) -> str:
     if output is None:
         return ""

@@ -35,6 +35,7 @@ import numpy as np
 from _measure import (
     child_parser,
     emit_result,
+    ensure_peer,
     environment,
     print_table,
     repeat_seconds,
@@ -151,13 +152,6 @@ def run_peer(config: dict[str, Any], *, peer_python: Path) -> dict[str, Any]:
         return json.loads(out.read_text())
 
 
-def ensure_peer(peer_python: Path) -> None:
-    """Build the peer's environment when it is missing."""
-    if not peer_python.exists():
-        env_dir = peer_python.parent.parent
-        subprocess.run(["bash", str(HERE / "setup_dcegm_env.sh"), str(env_dir)], check=True)
-
-
 def main() -> None:
     parser = child_parser(
         description=__doc__, name="compare_dcegm", quick_help="only T = 5, 500 points, 1 round"
@@ -169,7 +163,7 @@ def main() -> None:
     if args.single:
         emit_result(run_ours(json.loads(args.single)))
         return
-    ensure_peer(args.peer_python)
+    ensure_peer(args.peer_python, setup_script=HERE / "setup_dcegm_env.sh")
     sizes = SIZES[:1] if args.quick else SIZES
     rounds = 1 if args.quick else args.rounds
     samples: dict[tuple[int, int], dict[str, list[dict[str, Any]]]] = {

@@ -14,7 +14,9 @@
 #      not run here) and the one-regime life-cycle model at 100 x 100 and 400 x 400 (float32);
 #   3. the estimation objective: solve, one-program and gradient (estimation_speed.py --quick);
 #   4. DC-EGM against dcegm 0.1.3 (benchmarks/compare_dcegm.py, both on this GPU);
-#   5. the solver's tests on the GPU (the large-block search path).
+#   5. the solver's tests on the GPU (the large-block search path), 4 workers sharing the GPU
+#      without preallocation (with it, 8 workers ran out of GPU memory on an H200).
+# STEPS (default "machine solve estimation_speed compare_dcegm tests") runs a subset.
 set -uo pipefail
 
 OUT="${OUT:?set OUT to the folder for the logs}"
@@ -22,9 +24,12 @@ PYTHON="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 
+STEPS="${STEPS:-machine solve estimation_speed compare_dcegm tests}"
+
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.log
     local name="$1" limit="$2"
     shift 2
+    [[ " $STEPS " == *" $name "* ]] || return 0
     local started=$SECONDS
     timeout "$limit" "$@" >"$OUT/$name.log" 2>&1
     local rc=$?
@@ -61,7 +66,7 @@ export PYTHON
 TAIL=40 step solve 150 bash -c ours_sizes
 step estimation_speed 150 "$PYTHON" benchmarks/estimation_speed.py --quick \
     --only solve,compiled,gradient --json "$OUT/estimation_speed.json"
-step compare_dcegm 90 "$PYTHON" benchmarks/compare_dcegm.py --rounds 2 --repeats 10 \
+step compare_dcegm 200 "$PYTHON" benchmarks/compare_dcegm.py --rounds 1 --repeats 10 \
     --peer-python "$(command -v "$PYTHON")" --json "$OUT/compare_dcegm.json"
-step tests 100 "$PYTHON" -m pytest -q -p no:cacheprovider -n 8 tests/test_kernels.py \
+step tests 120 env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PYTHON" -m pytest -q -p no:cacheprovider -n 4 tests/test_kernels.py \
     tests/test_choice.py tests/test_solve.py tests/test_structure.py

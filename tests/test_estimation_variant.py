@@ -245,15 +245,37 @@ def test_data_moments_names_the_other_columns_estimate_variant_reads(column):
         data_moments(moments=scf_table().drop(columns=column), age_groups=[(55, 60)])
 
 
-def test_multistart_options():
-    """One start: no multistart; more: TikTak with that many local optimisations; 0 refused."""
-    assert _multistart(1, seed=3) is False
-    options = _multistart(3, seed=3)
+def test_multistart_options(clean):
+    """One start: none; more: TikTak seeded with the estimate, Halton points in the bounds."""
+    assert _multistart(1, seed=3, around=clean) is False
+    options = _multistart(3, seed=3, around=clean)
     assert isinstance(options, om.MultistartOptions)
     assert options.stopping_maxopt == 3
-    assert options.seed == 3
+    sample = np.asarray(options.sample)
+    assert sample.shape == (15, 2)
+    np.testing.assert_array_equal(sample[0], clean.estimates)
+    assert ((sample >= clean.lower_bounds) & (sample <= clean.upper_bounds)).all()
+    assert len(np.unique(sample, axis=0)) == 15
+    again = np.asarray(_multistart(3, seed=3, around=clean).sample)
+    np.testing.assert_array_equal(sample, again)
+    assert not np.array_equal(sample, np.asarray(_multistart(3, seed=4, around=clean).sample))
     with pytest.raises(EstimationError, match="n_starts must be at least 1"):
-        _multistart(0, seed=3)
+        _multistart(0, seed=3, around=clean)
+
+
+def test_a_multistart_refuses_params_without_finite_bounds(clean):
+    unbounded = dataclasses.replace(clean, upper_bounds=np.array([np.inf, 5.0]))
+    with pytest.raises(EstimationError, match="finite bounds"):
+        _multistart(2, seed=3, around=unbounded)
+
+
+def test_the_seeded_multistart_starts_at_the_estimate_and_ends_there(clean):
+    """optimagic's TikTak takes the sample: its first local search starts at the estimate."""
+    result = line_result(multistart=_multistart(2, seed=3, around=clean))
+    first = result.local_searches[0]["start"]
+    np.testing.assert_allclose([first[name] for name in clean.param_names], clean.estimates)
+    np.testing.assert_allclose(result.estimates, clean.estimates, rtol=1e-6)
+    assert result.objective <= clean.objective * (1 + 1e-9)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,6 +495,7 @@ def test_with_multistart_the_search_with_the_lower_objective_is_kept(monkeypatch
         },
     )
     assert calls[0] is False and isinstance(calls[1], om.MultistartOptions)
+    np.testing.assert_array_equal(calls[1].sample[0], found[False].estimates)
     assert outcome.result is found[False]
     assert outcome.searches["from the start"]["kept"]
     assert not outcome.searches["multistart"]["kept"]

@@ -16,7 +16,7 @@ from small_regimes import DISTRIBUTION, GROUPS, SIZES
 
 from project import solve
 from project.estimation.lifecycle import LifecycleMoments
-from project.estimation.program import envelope_window
+from project.estimation.program import ESTIMATION_WINDOW, envelope_window
 from project.models import lifecycle, lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
 from project.simulation.initial import validate_regime_initial_conditions
@@ -120,6 +120,7 @@ def test_a_change_of_params_never_traces_the_program_again(simulators):
     values = [compiled({"crra": 2.0 + 0.3 * i, "beta": 0.9 + 0.01 * i}) for i in range(4)]
     assert compiled.program.traces == traces
     assert len({tuple(v) for v in values}) == 4  # the moments did move
+    assert list(compiled.program._compiled) == [(ESTIMATION_WINDOW, False)]  # never widened
 
 
 def test_a_batch_equals_its_points_one_at_a_time(simulators):

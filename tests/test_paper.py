@@ -265,8 +265,10 @@ def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
         "total wealth at 50\u201354 and 55\u201359; retiree years at 60\u201364."
     )
     assert "Held out as checks, work-loving years at 50\u201354: 0 of 1 lie within 2 %" in sentence
-    assert "a miss of 5.2 %" in sentence
+    assert "work-loving years at 50\u201354: the weighted panel 5.2 % above the target" in sentence
     assert "lie within 2 % after weighting, 0 before" in sentence
+    below = table.assign(relative_miss_after=[0.0001, -0.002, 0.0, -0.052])
+    assert "the weighted panel 5.2 % below the target" in calibration_targets_sentence(below)
     none_held = calibration_targets_sentence(table.iloc[:3])
     assert "Held out" not in none_held
 

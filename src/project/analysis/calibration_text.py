@@ -46,7 +46,9 @@ def calibration_targets_sentence(table: pd.DataFrame, *, whose: str = "The weigh
             sentence += f", {before} before"
         missed = held.loc[~held["within_tolerance_after"].astype(bool)]
         misses = [
-            f"{_described(row.target)}: a miss of {percent(abs(row.relative_miss_after))}"
+            f"{_described(row.target)}: the weighted panel "
+            f"{percent(abs(row.relative_miss_after))} "
+            f"{'above' if row.relative_miss_after > 0 else 'below'} the target"
             for row in missed.itertuples()
         ]
         sentence += f" ({'; '.join(misses)})." if misses else "."

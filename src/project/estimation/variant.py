@@ -9,12 +9,18 @@ returns an ``EstimationOutcome``: the ``MSMResult``, the settings, the seconds i
 warnings a reader must see (non-convergence, an estimate at a bound, a rejected J-test).
 
 Search: one local search from ``settings["start"]`` and, with ``n_starts > 1``, optimagic's
-TikTak multistart (``n_starts`` local searches from the best of ``5 * n_starts`` points sampled
-within the bounds, the start among them); the result with the lower objective is kept and both
-are recorded (``EstimationOutcome.searches``). Both are needed: the objective has a long curved
-valley (more risk aversion and more patience both raise wealth), and on the SCF moments TikTak's
-local searches ended at the bound crra = 8 with an objective 18 times that of the search from
-the start (166 against 9.05), which reached the interior minimum.
+TikTak multistart (Arnoud, Guvenen and Kleineberg 2019) around its end point: the exploration
+sample is that end point and ``5 * n_starts - 1`` Halton points within the bounds; TikTak ranks
+them by the criterion and runs up to ``n_starts`` local searches, each from a sampled point
+pulled towards the best point found so far, and stops once two searches have ended at the same
+point. The result with the lower objective is kept and both are recorded
+(``EstimationOutcome.searches``). The objective has a long curved valley (more risk aversion and
+more patience both raise wealth) and a second local minimum at the bound crra = 8, about 18
+times as high. A multistart drawn without the first search's end point (as the build did until
+2026-11-26) started from the sampled points nearest that bound and spent 175 simulations there
+(more than the rest of the estimation together); seeded with the end point, a sampled point
+whose criterion is lower still leads TikTak elsewhere, and otherwise its searches test the
+first search's minimum from starts between it and the best sampled points.
 
 Sampling design: the data moment of a group is the SCF mean of log(net worth / permanent
 income) over the households aged ``age_min + 1 .. age_max``; its sampling variance is
@@ -40,8 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jax
+import numpy as np
 import optimagic as om
 import pandas as pd
+from scipy.stats import qmc
 
 from project.estimation.errors import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
@@ -164,8 +172,10 @@ def estimate_variant(
             "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
             "weighting": str(settings.get("weighting", "data")),
         }
-        options = _multistart(int(settings["n_starts"]), seed=int(settings["seed"]))
         searches = {"from the start": estimate_msm(**common, multistart=False)}
+        options = _multistart(
+            int(settings["n_starts"]), seed=int(settings["seed"]), around=searches["from the start"]
+        )
         if options is not False:
             searches["multistart"] = estimate_msm(**common, multistart=options)
         result = min(searches.values(), key=lambda found: found.objective)
@@ -230,13 +240,25 @@ def visible_warnings(result: MSMResult) -> list[str]:
     return warnings
 
 
-def _multistart(n_starts: int, *, seed: int) -> bool | om.MultistartOptions:
-    """Return no multistart for one start, else TikTak with ``n_starts`` local optimisations."""
+def _multistart(n_starts: int, *, seed: int, around: MSMResult) -> bool | om.MultistartOptions:
+    """Return no multistart for one start, else TikTak seeded with ``around``'s estimate.
+
+    The exploration sample is the estimate and ``5 * n_starts - 1`` points of a scrambled Halton
+    sequence (``seed``) within the bounds; ``n_starts`` local searches at most.
+    """
     if n_starts < 1:
         msg = f"n_starts must be at least 1, got {n_starts}."
         raise EstimationError(msg)
     if n_starts == 1:
         return False
-    return om.MultistartOptions(
-        n_samples=5 * n_starts, stopping_maxopt=n_starts, seed=seed, n_cores=1
-    )
+    lower, upper = np.asarray(around.lower_bounds), np.asarray(around.upper_bounds)
+    if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
+        msg = (
+            f"A multistart (n_starts = {n_starts}) samples within the bounds, but the bounds of "
+            f"{list(around.param_names)} are {lower.tolist()} to {upper.tolist()}. Give every "
+            "estimated param finite bounds in ESTIMATION (config.py), or set n_starts = 1."
+        )
+        raise EstimationError(msg)
+    draws = qmc.Halton(d=len(lower), seed=seed).random(5 * n_starts - 1)
+    sample = [np.asarray(around.estimates, dtype=float), *qmc.scale(draws, lower, upper)]
+    return om.MultistartOptions(sample=sample, stopping_maxopt=n_starts, seed=seed, n_cores=1)
