@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 RESULT_MARKER = "BENCHMARK_RESULT"
+PEER_REFERENCES = Path(__file__).with_name("peer_references.json")
+PEER_TOLERANCE = 2.0
+"""A peer's warm time more than this factor away from its reference run is flagged."""
 
 
 def child_parser(*, description: str, name: str, quick_help: str) -> argparse.ArgumentParser:
@@ -149,6 +152,38 @@ def ensure_peer(peer_python: Path, *, setup_script: Path) -> None:
     if not peer_python.exists():
         env_dir = peer_python.parent.parent
         subprocess.run(["bash", str(setup_script), str(env_dir)], check=True)
+
+
+def peer_speed_warnings(
+    peer: str, measured: dict[str, float], *, references: Path = PEER_REFERENCES
+) -> list[str]:
+    """Return a warning for each configuration whose peer time is off its reference by > 2x.
+
+    ``measured``: the peer's warm seconds by configuration label (the labels of
+    ``peer_references.json``); configurations without a reference are skipped. Each benchmark
+    prints the warnings under its tables and stores them in its JSON: a ratio against a slowed
+    (or suspiciously fast) peer is not to be reported until the cause is known.
+    """
+    table = json.loads(references.read_text())[peer]
+    warnings = []
+    for label, seconds in measured.items():
+        reference = table["seconds"].get(label)
+        if reference is None or seconds is None:
+            continue
+        factor = seconds / reference
+        if not 1 / PEER_TOLERANCE <= factor <= PEER_TOLERANCE:
+            warnings.append(
+                f"{peer} took {seconds * 1e3:.3g} ms at {label}, {factor:.2f} times its reference "
+                f"{reference * 1e3:.3g} ms ({table['source']}): check the peer's environment "
+                "(versions, XLA flags, device, load) before reporting a ratio against it."
+            )
+    return warnings
+
+
+def print_warnings(warnings: Sequence[str]) -> None:
+    """Print each peer-speed warning on its own line, loudly."""
+    for warning in warnings:
+        print(f"WARNING: {warning}")
 
 
 def _text(output: str | bytes | None) -> str:

@@ -37,7 +37,9 @@ from _measure import (
     emit_result,
     ensure_peer,
     environment,
+    peer_speed_warnings,
     print_table,
+    print_warnings,
     repeat_seconds,
     run_child,
     time_call,
@@ -260,7 +262,20 @@ def main() -> None:
         ],
         rows,
     )
-    write_json(args.json, {"environment": environment(), "rounds": rounds, "results": records})
+    warnings = peer_speed_warnings(
+        "dcegm",
+        {f"T={r['periods']}, {r['n_savings']} points": r["peer"]["warm_median_s"] for r in records},
+    )
+    print_warnings(warnings)
+    write_json(
+        args.json,
+        {
+            "environment": environment(),
+            "rounds": rounds,
+            "results": records,
+            "peer_speed_warnings": warnings,
+        },
+    )
 
 
 if __name__ == "__main__":

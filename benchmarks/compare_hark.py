@@ -40,7 +40,9 @@ from _measure import (
     emit_result,
     ensure_peer,
     environment,
+    peer_speed_warnings,
     print_table,
+    print_warnings,
     repeat_seconds,
     run_child,
     time_call,
@@ -310,6 +312,10 @@ def report(measured: dict[str, Any], *, rounds: int, path: Path) -> None:
         f"HARK at {REFERENCE_HARK} points against our {REFERENCE_OURS}-point reference: "
         f"max |dc| {references_gap['max_abs_dc']:.1e}"
     )
+    warnings = peer_speed_warnings(
+        "hark", {str(n): row["warm_median_s"] for n, row in table["hark"].items()}
+    )
+    print_warnings(warnings)
     peer_versions = {
         key: hark_reference[key]
         for key in ("python_version", "hark_version", "numpy_version", "numba_version")
@@ -330,6 +336,7 @@ def report(measured: dict[str, Any], *, rounds: int, path: Path) -> None:
             },
             "equal_accuracy": matches,
             "references_max_abs_dc": references_gap["max_abs_dc"],
+            "peer_speed_warnings": warnings,
         },
     )
 

@@ -33,7 +33,9 @@ from _measure import (
     emit_result,
     environment,
     peak_rss_mib,
+    peer_speed_warnings,
     print_table,
+    print_warnings,
     repeat_seconds,
     run_child,
     time_call,
@@ -128,6 +130,15 @@ def main() -> None:
     horizon = [] if (args.quick or args.no_horizon) else run_horizons(args.only)
     summary = summarize(records, sizes, work)
     report(summary, horizon)
+    warnings = peer_speed_warnings(
+        "pylcm",
+        {
+            row["size"]: row["peer_warm_ms"] / 1e3
+            for row in summary
+            if row["peer_warm_ms"] is not None
+        },
+    )
+    print_warnings(warnings)
     write_json(
         args.json,
         {
@@ -135,6 +146,7 @@ def main() -> None:
             "summary": summary,
             "horizon": horizon,
             "records": records,
+            "peer_speed_warnings": warnings,
         },
     )
     print(f"\nwrote {args.json}")
