@@ -90,6 +90,7 @@ from project.task_sources import (
     TABLE_SOURCES,
     VALIDATION_SOURCES,
     WELFARE_SOURCES,
+    WELFARE_TABLE_SOURCES,
 )
 
 __all__ = ["ENGINE_SOURCES", "PERSIST_SOURCES"]  # read by the tests
@@ -527,6 +528,17 @@ def task_welfare(
         path=produces,
         provenance=product_provenance(config=specifications),
     )
+
+
+def task_welfare_table(
+    welfare: Path = RESULTS["welfare"],
+    sources: list[Path] = source_files(WELFARE_TABLE_SOURCES),
+    produces: dict[str, Path] = _table_paths("welfare"),
+) -> None:
+    """Write the welfare table (λ overall and by type, its check) from ``welfare.json``."""
+    from project.analysis.welfare_table import write_welfare_table
+
+    write_welfare_table(welfare_path=welfare, paths=produces)
 
 
 @task(kwargs={"female_share": _hashed(DATA.female_share)})

@@ -96,6 +96,12 @@ WELFARE_SOURCES = [
     *SIMULATION_SOURCES,
     *SOLVE_SOURCES,
 ]
+WELFARE_TABLE_SOURCES = [
+    *_files("analysis/welfare_table.py", "analysis/welfare_text.py", "estimation/inference.py"),
+    *TABLE_OUTPUT,
+    *ANALYSIS_BASE,
+]
+"""What writing the welfare table runs (from ``welfare.json``)."""
 NUMBERS_SOURCES = [
     *_files(
         "analysis/numbers.py",

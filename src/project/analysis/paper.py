@@ -43,6 +43,7 @@ PAPER_TABLES = (
     "identification",
     "summary_statistics",
     "retirement_age",
+    "welfare",
 )
 """Table stems the paper includes from ``<bld>/tables/`` (as ``.typ``); labels ``tab:<stem>``."""
 

@@ -91,21 +91,39 @@ def precise_types_sentence(
     return "".join(parts)
 
 
-def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
-    """Return the Monte Carlo check of the welfare measure (empty without one)."""
+def monte_carlo_numbers(welfare: Mapping[str, Any]) -> dict[str, str]:
+    """Return the Monte Carlo check of C as printed (empty without one).
+
+    ``exact``: C from the solution; ``simulated`` and ``simulated_se``: its Monte Carlo estimate
+    and standard error from the simulated households (``n_households``); ``distance``: their
+    gap in standard errors.
+    """
     values = welfare.get("values", {})
     needed = ("consumption_utility", "simulated_consumption_utility")
     if not all(k in values for k in needed) or not values.get("simulated_consumption_utility_se"):
-        return ""
+        return {}
     exact, simulated = values["consumption_utility"], values["simulated_consumption_utility"]
     error = values["simulated_consumption_utility_se"]
-    distance = abs(simulated - exact) / error
+    return {
+        "exact": number(exact, decimals=2),
+        "simulated": number(simulated, decimals=2),
+        "simulated_se": number(error, decimals=3),
+        "distance": number(abs(simulated - exact) / error, decimals=1),
+        "n_households": f"{int(values.get('n_households', 0)):,}",
+    }
+
+
+def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
+    """Return the Monte Carlo check of the welfare measure (empty without one)."""
+    printed = monte_carlo_numbers(welfare)
+    if not printed:
+        return ""
     return (
         " The expected discounted utility of consumption behind λ, computed from the solution "
-        f"({number(exact, decimals=2)}), and its Monte Carlo estimate from the "
-        f"{int(values.get('n_households', 0)):,} simulated households "
-        f"({number(simulated, decimals=2)}, standard error {number(error, decimals=3)}) are "
-        f"{number(distance, decimals=1)} standard errors apart."
+        f"({printed['exact']}), and its Monte Carlo estimate from the "
+        f"{printed['n_households']} simulated households "
+        f"({printed['simulated']}, standard error {printed['simulated_se']}) are "
+        f"{printed['distance']} standard errors apart."
     )
 
 
