@@ -222,7 +222,11 @@ def test_the_monte_carlo_check_reports_the_distance_in_standard_errors():
     }
     sentence = monte_carlo_sentence({"values": values})
     assert "20,000 simulated households" in sentence
-    assert "are 2.0 standard errors apart" in sentence
+    assert "are 2.0 standard errors apart, beyond the 5 % critical value of 1.96: " in sentence
+    values["simulated_consumption_utility_se"] = 0.06
+    within = monte_carlo_sentence({"values": values})
+    assert "1.0 standard errors apart, within the two-sided 5 % critical value of 1.96" in within
+    assert within.endswith("the check passes at the 5 % level.")
     assert monte_carlo_sentence({"values": {}}) == ""
 
 
@@ -265,10 +269,15 @@ def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
         "total wealth at 50\u201354 and 55\u201359; retiree years at 60\u201364."
     )
     assert "Held out as checks, work-loving years at 50\u201354: 0 of 1 lie within 2 %" in sentence
-    assert "work-loving years at 50\u201354: the weighted panel 5.2 % above the target" in sentence
+    assert "work-loving years at 50\u201354: 5.2 % above its target after weighting" in sentence
     assert "lie within 2 % after weighting, 0 before" in sentence
-    below = table.assign(relative_miss_after=[0.0001, -0.002, 0.0, -0.052])
-    assert "the weighted panel 5.2 % below the target" in calibration_targets_sentence(below)
+    below = table.assign(
+        relative_miss_after=[0.0001, -0.002, 0.0, -0.052],
+        relative_miss_before=[0.01, 0.02, 0.03, 0.061],
+    )
+    assert "5.2 % below its target after weighting, 6.1 % above before" in (
+        calibration_targets_sentence(below)
+    )
     none_held = calibration_targets_sentence(table.iloc[:3])
     assert "Held out" not in none_held
 

@@ -46,13 +46,22 @@ def calibration_targets_sentence(table: pd.DataFrame, *, whose: str = "The weigh
             sentence += f", {before} before"
         missed = held.loc[~held["within_tolerance_after"].astype(bool)]
         misses = [
-            f"{_described(row.target)}: the weighted panel "
-            f"{percent(abs(row.relative_miss_after))} "
-            f"{'above' if row.relative_miss_after > 0 else 'below'} the target"
+            f"{_described(row.target)}: {_miss(row.relative_miss_after)} its target after "
+            "weighting"
+            + (
+                f", {_miss(row.relative_miss_before)} before"
+                if hasattr(row, "relative_miss_before")
+                else ""
+            )
             for row in missed.itertuples()
         ]
         sentence += f" ({'; '.join(misses)})." if misses else "."
     return sentence
+
+
+def _miss(relative: float) -> str:
+    """Return a relative miss as "5.2 % above" or "0.4 % below"."""
+    return f"{percent(abs(relative))} {'above' if relative > 0 else 'below'}"
 
 
 def _tolerances(rows: pd.DataFrame) -> str:

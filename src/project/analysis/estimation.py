@@ -239,7 +239,7 @@ def write_estimation_report(
         "estimation_searches": (
             searches_table(estimates),
             SEARCHES_CAPTION,
-            {"Criterion": "{:.2f}"},
+            {"Criterion": "{:.3f}"},
         ),
         "identification": (
             identification_table(estimates),

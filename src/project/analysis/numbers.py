@@ -229,7 +229,9 @@ def results_numbers(
         )
     counterfactual = (
         f"The cut {direction} mean wealth at age {numbers['probe_age']} by "
-        f"{numbers['wealth_change']} (the summary statistics table), and " + joined(moves) + "."
+        f"{numbers['wealth_change']} (the table of simulated outcomes by variant), and "
+        + joined(moves)
+        + "."
     )
     return {"numbers": numbers, "results": results, "counterfactual": counterfactual}
 
@@ -371,8 +373,8 @@ def robustness_sentence(
         f"{wealth[0]})"
     )
     return (
-        "In the summary statistics table, solving the baseline by grid search instead of DC-EGM "
-        f"gives {joined(parts)}. " + str(validation.get("robustness", ""))
+        "In the table of simulated outcomes by variant, solving the baseline by grid search "
+        f"instead of DC-EGM gives {joined(parts)}. " + str(validation.get("robustness", ""))
     )
 
 

@@ -118,7 +118,8 @@ SUMMARISED_SIZES = frozenset(
 """Sizes shown in the ages, grid, taste-shock and survival rows of the parameter table."""
 PARAMETER_CAPTION = (
     "Model parameters, grid sizes and solution method by variant. Parameters marked estimated "
-    "are the status quo's MSM estimates of the estimates table, the same in every variant; the "
+    "are the status quo's MSM estimates (the table of estimated preferences), the same in every "
+    "variant; the "
     "others are calibrated."
 )
 ALL_TYPES = "All"

@@ -31,10 +31,11 @@ CHECK = "Expected discounted utility of consumption"
 CAPTION = (
     "The pension cut's consumption equivalent λ (the proportional change in a baseline "
     "household's consumption in every period and state that makes its expected lifetime utility "
-    "equal to that under the cut), overall and by preference type, with delta-method standard "
-    "errors over the estimated preferences; and the expected discounted utility of consumption "
-    "behind λ, from the solution and as a Monte Carlo mean over the simulated households. "
-    "Households are the baseline's simulated ones, weighted by their calibrated weights."
+    "equal to that under the cut), overall and by preference type, with its delta-method "
+    "standard error over the estimated preferences and the 95 % interval; and the check of the "
+    "baseline's expected discounted utility of consumption behind λ: from the solution, and as "
+    "the mean over the simulated households with its Monte Carlo standard error. Households are "
+    "the baseline's simulated ones, weighted by their calibrated weights."
 )
 """Plain text: each format's writer escapes it (λ becomes math in LaTeX)."""
 

@@ -118,12 +118,25 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
     printed = monte_carlo_numbers(welfare)
     if not printed:
         return ""
+    values = welfare["values"]
+    gap = values["simulated_consumption_utility"] - values["consumption_utility"]
+    within = abs(gap) <= CRITICAL * values["simulated_consumption_utility_se"]
+    verdict = (
+        "within the two-sided 5 % critical value of "
+        if within
+        else "beyond the 5 % critical value of "
+    ) + number(CRITICAL, decimals=2)
     return (
         " The expected discounted utility of consumption behind λ, computed from the solution "
         f"({printed['exact']}), and its Monte Carlo estimate from the "
         f"{printed['n_households']} simulated households "
         f"({printed['simulated']}, standard error {printed['simulated_se']}) are "
-        f"{printed['distance']} standard errors apart."
+        f"{printed['distance']} standard errors apart, {verdict}"
+        + (
+            ": the check passes at the 5 % level."
+            if within
+            else ": the simulation and the solution differ by more than the simulation's noise."
+        )
     )
 
 
