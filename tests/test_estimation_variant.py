@@ -276,6 +276,10 @@ def test_the_seeded_multistart_starts_at_the_estimate_and_ends_there(clean):
     np.testing.assert_allclose([first[name] for name in clean.param_names], clean.estimates)
     np.testing.assert_allclose(result.estimates, clean.estimates, rtol=1e-6)
     assert result.objective <= clean.objective * (1 + 1e-9)
+    for search in result.local_searches:  # g'Wg at each end point, not the optimiser's last value
+        end = search["end"]
+        gap = end["crra"] + end["beta"] * T - result.data_moments
+        assert search["objective"] == pytest.approx(gap @ result.weighting @ gap, rel=1e-12)
 
 
 # ---------------------------------------------------------------------------------------------
