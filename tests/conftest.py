@@ -1,4 +1,4 @@
-"""Shared fixtures: float64 on demand (float32 stays the default)."""
+"""Shared fixtures: float64 on demand (float32 the default), a SLURM cluster, a welfare result."""
 
 import os
 
@@ -36,3 +36,24 @@ def slurm_cluster(tmp_path_factory):
         pytest.skip(f"no SLURM cluster can run here: {error}")
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture
+def welfare():
+    """A welfare result as ``welfare.json`` holds it: λ by type with s.e., and the C check."""
+    from project.analysis.welfare_text import welfare_numbers
+
+    result = {
+        "lambda": -0.0465,
+        "lambda_se": 0.0012,
+        "lambda_by_type": {"leisure_loving": -0.0569, "work_loving": -0.034},
+        "lambda_se_by_type": {"leisure_loving": 0.0024, "work_loving": 1e-6},
+        "value_difference": -1.25,
+    }
+    values = {
+        "consumption_utility": 114.85,
+        "simulated_consumption_utility": 115.19,
+        "simulated_consumption_utility_se": 0.181,
+        "n_households": 20_000,
+    }
+    return result | {"numbers": welfare_numbers(result), "values": values}

@@ -304,30 +304,15 @@ def test_a_type_with_a_tiny_welfare_standard_error_is_explained():
     assert precise_types_sentence(welfare, retirement_ages=ages, mandatory_age="70") == ""
 
 
-def test_the_welfare_table_prints_the_numbers_the_text_cites():
+def test_the_welfare_table_prints_the_numbers_the_text_cites(welfare):
     """λ overall and by type, its s.e. and interval, and the Monte Carlo check: one string each."""
     from project.analysis.welfare_table import welfare_table
     from project.analysis.welfare_text import (
         monte_carlo_numbers,
         monte_carlo_sentence,
-        welfare_numbers,
         welfare_sentence,
     )
 
-    result = {
-        "lambda": -0.0465,
-        "lambda_se": 0.0012,
-        "lambda_by_type": {"leisure_loving": -0.0569, "work_loving": -0.034},
-        "lambda_se_by_type": {"leisure_loving": 0.0024, "work_loving": 1e-6},
-        "value_difference": -1.25,
-    }
-    values = {
-        "consumption_utility": 114.85,
-        "simulated_consumption_utility": 115.19,
-        "simulated_consumption_utility_se": 0.181,
-        "n_households": 20_000,
-    }
-    welfare = result | {"numbers": welfare_numbers(result), "values": values}
     table = welfare_table(welfare)
     cells = {str(cell) for cell in table.to_numpy().ravel()}
     text = welfare_sentence(welfare)["sentence"] + monte_carlo_sentence(welfare)

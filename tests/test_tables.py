@@ -370,27 +370,12 @@ def test_numeric_columns_count_as_wide_as_siunitx_reserves(tmp_path):
 
 
 @pytest.mark.skipif(not latex_ready(), reason="pdflatex with siunitx is not installed")
-def test_the_welfare_table_compiles_in_latex(tmp_path):
+def test_the_welfare_table_compiles_in_latex(tmp_path, welfare):
     """λ, true minus signs, "< 0.01 %" and an interval in brackets all compile."""
     import json
 
     from project.analysis.welfare_table import write_welfare_table
-    from project.analysis.welfare_text import welfare_numbers
 
-    result = {
-        "lambda": -0.0465,
-        "lambda_se": 0.0012,
-        "lambda_by_type": {"leisure_loving": -0.0569, "work_loving": -0.034},
-        "lambda_se_by_type": {"leisure_loving": 0.0024, "work_loving": 1e-6},
-        "value_difference": -1.25,
-    }
-    values = {
-        "consumption_utility": 114.85,
-        "simulated_consumption_utility": 115.19,
-        "simulated_consumption_utility_se": 0.181,
-        "n_households": 20_000,
-    }
-    welfare = result | {"numbers": welfare_numbers(result), "values": values}
     (tmp_path / "welfare.json").write_text(json.dumps(welfare))
     paths = {s: tmp_path / f"welfare.{s}" for s in ("tex", "typ", "md")}
     write_welfare_table(welfare_path=tmp_path / "welfare.json", paths=paths)
