@@ -16,6 +16,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -152,6 +153,21 @@ def ensure_peer(peer_python: Path, *, setup_script: Path) -> None:
     if not peer_python.exists():
         env_dir = peer_python.parent.parent
         subprocess.run(["bash", str(setup_script), str(env_dir)], check=True)
+
+
+def run_peer_script(python: Path, script: Path, arguments: Sequence[str]) -> dict[str, Any]:
+    """Run a peer's ``script`` by its environment's ``python``; return the JSON it wrote.
+
+    The script gets ``arguments`` and ``--out=<file>``; a failure returns ``{"error": <the tail
+    of its stderr>}``.
+    """
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "peer.json"
+        command = [str(python), str(script), *arguments, f"--out={out}"]
+        completed = subprocess.run(command, capture_output=True, text=True, check=False)
+        if completed.returncode != 0:
+            return {"error": completed.stderr[-3000:]}
+        return json.loads(out.read_text())
 
 
 def peer_speed_warnings(

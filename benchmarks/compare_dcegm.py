@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import json
 import statistics
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +40,7 @@ from _measure import (
     print_warnings,
     repeat_seconds,
     run_child,
+    run_peer_script,
     time_call,
     write_json,
 )
@@ -135,23 +134,15 @@ def run_ours(config: dict[str, Any]) -> dict[str, Any]:
 
 def run_peer(config: dict[str, Any], *, peer_python: Path) -> dict[str, Any]:
     """Run the peer's script in its environment; return its JSON result."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "peer.json"
-        command = [
-            str(peer_python),
-            str(HERE / "dcegm_peer.py"),
-            f"--periods={config['periods']}",
-            f"--n-savings={config['n_savings']}",
-            f"--repeats={config['repeats']}",
-            f"--taste-shock-scale={SCALE}",
-            f"--max-savings={MAX_SAVINGS}",
-            f"--grid-curvature={CURVATURE}",
-            f"--out={out}",
-        ]
-        completed = subprocess.run(command, capture_output=True, text=True, check=False)
-        if completed.returncode != 0:
-            return {"error": completed.stderr[-3000:]}
-        return json.loads(out.read_text())
+    arguments = [
+        f"--periods={config['periods']}",
+        f"--n-savings={config['n_savings']}",
+        f"--repeats={config['repeats']}",
+        f"--taste-shock-scale={SCALE}",
+        f"--max-savings={MAX_SAVINGS}",
+        f"--grid-curvature={CURVATURE}",
+    ]
+    return run_peer_script(peer_python, HERE / "dcegm_peer.py", arguments)
 
 
 def main() -> None:

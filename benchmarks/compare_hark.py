@@ -29,8 +29,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +43,7 @@ from _measure import (
     print_warnings,
     repeat_seconds,
     run_child,
+    run_peer_script,
     time_call,
     write_json,
 )
@@ -132,21 +131,12 @@ def run_ours(config: dict[str, Any]) -> dict[str, Any]:
 
 def run_peer(*, a_count: int, repeats: int, peer_python: Path) -> dict[str, Any]:
     """Run HARK's side in its environment; return its JSON result."""
-    with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / "peer.json"
-        command = [
-            str(peer_python),
-            str(HERE / "hark_peer.py"),
-            f"--periods={PERIODS}",
-            f"--a-count={a_count}",
-            f"--repeats={repeats}",
-            "--sweep=" + ",".join(str(x) for x in SWEEP),
-            f"--out={out}",
-        ]
-        completed = subprocess.run(command, capture_output=True, text=True, check=False)
-        if completed.returncode != 0:
-            raise SystemExit(f"HARK failed at {a_count} points: {completed.stderr[-3000:]}")
-        return json.loads(out.read_text())
+    arguments = [f"--periods={PERIODS}", f"--a-count={a_count}", f"--repeats={repeats}"]
+    arguments.append("--sweep=" + ",".join(str(x) for x in SWEEP))
+    result = run_peer_script(peer_python, HERE / "hark_peer.py", arguments)
+    if "error" in result:
+        raise SystemExit(f"HARK failed at {a_count} points: {result['error']}")
+    return result
 
 
 def errors(consumption: list[list[float]], reference: np.ndarray) -> dict[str, float]:
