@@ -119,8 +119,7 @@ SUMMARISED_SIZES = frozenset(
 PARAMETER_CAPTION = (
     "Model parameters, grid sizes and solution method by variant. Parameters marked estimated "
     "are the status quo's MSM estimates (the table of estimated preferences), the same in every "
-    "variant; the "
-    "others are calibrated."
+    "variant; the others are calibrated."
 )
 ALL_TYPES = "All"
 RETIREMENT_AGE = "Retirement age"

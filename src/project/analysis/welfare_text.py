@@ -121,10 +121,11 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
     values = welfare["values"]
     gap = values["simulated_consumption_utility"] - values["consumption_utility"]
     within = abs(gap) <= CRITICAL * values["simulated_consumption_utility_se"]
+    level = percent(1 - CONFIDENCE, decimals=0)
     verdict = (
-        "within the two-sided 5 % critical value of "
+        f"within the two-sided {level} critical value of "
         if within
-        else "beyond the 5 % critical value of "
+        else f"beyond the {level} critical value of "
     ) + number(CRITICAL, decimals=2)
     return (
         " The expected discounted utility of consumption behind λ, computed from the solution "
@@ -133,7 +134,7 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
         f"({printed['simulated']}, standard error {printed['simulated_se']}) are "
         f"{printed['distance']} standard errors apart, {verdict}"
         + (
-            ": the check passes at the 5 % level."
+            f": the check passes at the {level} level."
             if within
             else ": the simulation and the solution differ by more than the simulation's noise."
         )

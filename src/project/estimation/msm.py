@@ -179,6 +179,13 @@ def estimate_msm(
         max_condition=max_condition,
     )
     residuals = simulated - problem.data
+    objective = float(np.sum(problem.residuals(simulated) ** 2))
+
+    def criterion_at(values: np.ndarray) -> float:
+        if np.array_equal(values, estimates):  # simulated there already
+            return objective
+        return float(np.sum(problem.residuals(simulator(values)) ** 2))
+
     inference = infer(
         jacobian=jacobian,
         weighting=problem.weighting,
@@ -220,7 +227,7 @@ def estimate_msm(
         n_simulated=problem.n_simulated,
         jacobian=jacobian,
         weighting=problem.weighting,
-        objective=float(np.sum(problem.residuals(simulated) ** 2)),
+        objective=objective,
         j_statistic=inference.j_statistic,
         j_dof=inference.j_dof,
         j_p_value=inference.j_p_value,
@@ -234,11 +241,7 @@ def estimate_msm(
         n_local_optimizations=(
             1 if raw.multistart_info is None else len(raw.multistart_info.local_optima)
         ),
-        local_searches=local_searches(
-            raw,
-            space=space,
-            criterion=lambda values: float(np.sum(problem.residuals(simulator(values)) ** 2)),
-        ),
+        local_searches=local_searches(raw, space=space, criterion=criterion_at),
     )
     logger.info(
         "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
