@@ -123,6 +123,26 @@ def test_a_change_of_params_never_traces_the_program_again(simulators):
     assert list(compiled.program._compiled) == [(ESTIMATION_WINDOW, False)]  # never widened
 
 
+def test_a_point_asked_for_again_comes_from_the_memo_unchanged(simulators):
+    compiled, _ = simulators
+    point = {"crra": 2.7, "beta": 0.94}
+    first = compiled(point)
+    runs = compiled.program.runs
+    first[:] = np.nan  # a caller's edit of its copy must not reach the memo
+    again = compiled(point)
+    assert compiled.program.runs == runs  # the program did not run again
+    np.testing.assert_array_equal(
+        again, compiled.program._execute(np.array([[2.7, 0.94]]), derivative=False)[0][0]
+    )  # the memo holds what a fresh run gives, bit for bit
+    np.testing.assert_array_equal(
+        compiled.living_subjects(point),
+        compiled.program._execute(np.array([[2.7, 0.94]]), derivative=False)[-1][0],
+    )  # the living subjects come from the same run
+    assert compiled.program.runs == runs + 2
+    compiled({"crra": 2.7, "beta": 0.94 + 1e-12})  # a different point runs
+    assert compiled.program.runs == runs + 3
+
+
 def test_a_batch_equals_its_points_one_at_a_time(simulators):
     compiled, _ = simulators
     points = [{"crra": 1.5, "beta": 0.97}, {"crra": 4.0, "beta": 0.93}, {"crra": 2.2, "beta": 1.0}]
