@@ -245,35 +245,51 @@ def test_data_moments_names_the_other_columns_estimate_variant_reads(column):
         data_moments(moments=scf_table().drop(columns=column), age_groups=[(55, 60)])
 
 
-def test_multistart_options(clean):
-    """One start: none; more: TikTak seeded with the estimate, Halton points in the bounds."""
-    assert _multistart(1, seed=3, around=clean) is False
-    options = _multistart(3, seed=3, around=clean)
+LINE_START = {"crra": 0.0, "beta": 0.0}
+LINE_BOUNDS = {"crra": (-5.0, 5.0), "beta": (-5.0, 5.0)}
+
+
+def test_multistart_options():
+    """One start: none; more: TikTak whose sample is the start and Halton points in the bounds."""
+    start = {"crra": 0.5, "beta": -1.0}
+    assert _multistart(1, seed=3, start=start, bounds=LINE_BOUNDS) is False
+    options = _multistart(3, seed=3, start=start, bounds=LINE_BOUNDS)
     assert isinstance(options, om.MultistartOptions)
     assert options.stopping_maxopt == 3
     sample = np.asarray(options.sample)
     assert sample.shape == (15, 2)
-    np.testing.assert_array_equal(sample[0], clean.estimates)
-    assert ((sample >= clean.lower_bounds) & (sample <= clean.upper_bounds)).all()
+    np.testing.assert_array_equal(sample[0], [0.5, -1.0])
+    assert ((sample >= -5.0) & (sample <= 5.0)).all()
     assert len(np.unique(sample, axis=0)) == 15
-    again = np.asarray(_multistart(3, seed=3, around=clean).sample)
+    again = np.asarray(_multistart(3, seed=3, start=start, bounds=LINE_BOUNDS).sample)
     np.testing.assert_array_equal(sample, again)
-    assert not np.array_equal(sample, np.asarray(_multistart(3, seed=4, around=clean).sample))
+    other_seed = _multistart(3, seed=4, start=start, bounds=LINE_BOUNDS)
+    assert not np.array_equal(sample, np.asarray(other_seed.sample))
+    # the sample follows the order of the start's params (the optimiser's vector)
+    swapped = _multistart(3, seed=3, start={"beta": -1.0, "crra": 0.5}, bounds=LINE_BOUNDS)
+    np.testing.assert_array_equal(np.asarray(swapped.sample)[0], [-1.0, 0.5])
     with pytest.raises(EstimationError, match="n_starts must be at least 1"):
-        _multistart(0, seed=3, around=clean)
+        _multistart(0, seed=3, start=start, bounds=LINE_BOUNDS)
 
 
-def test_a_multistart_refuses_params_without_finite_bounds(clean):
-    unbounded = dataclasses.replace(clean, upper_bounds=np.array([np.inf, 5.0]))
+@pytest.mark.parametrize(
+    "bounds",
+    [{"crra": (-5.0, np.inf), "beta": (-5.0, 5.0)}, {"crra": (-5.0, 5.0)}],
+    ids=["infinite", "missing"],
+)
+def test_a_multistart_refuses_params_without_finite_bounds(bounds):
     with pytest.raises(EstimationError, match="finite bounds"):
-        _multistart(2, seed=3, around=unbounded)
+        _multistart(2, seed=3, start=LINE_START, bounds=bounds)
 
 
-def test_the_seeded_multistart_starts_at_the_estimate_and_ends_there(clean):
-    """optimagic's TikTak takes the sample: its first local search starts at the estimate."""
-    result = line_result(multistart=_multistart(2, seed=3, around=clean))
+def test_the_multistart_searches_from_its_sample_and_finds_the_single_search_estimate(clean):
+    """optimagic's TikTak takes the sample (the start first): it ends at the single search's
+    estimate, and each local search's criterion is g'Wg at its end point."""
+    options = _multistart(2, seed=3, start=LINE_START, bounds=LINE_BOUNDS)
+    result = line_result(multistart=options)
+    sample = np.asarray(options.sample)
     first = result.local_searches[0]["start"]
-    np.testing.assert_allclose([first[name] for name in clean.param_names], clean.estimates)
+    assert any(np.allclose([first["crra"], first["beta"]], row) for row in sample)
     np.testing.assert_allclose(result.estimates, clean.estimates, rtol=1e-6)
     assert result.objective <= clean.objective * (1 + 1e-9)
     for search in result.local_searches:  # g'Wg at each end point, not the optimiser's last value
@@ -463,22 +479,22 @@ def test_estimate_variant_recovers_beta_from_data_of_the_model(life_table, searc
         assert result.n_simulations < 12
 
 
-def test_with_multistart_the_search_with_the_lower_objective_is_kept(monkeypatch, life_table):
-    """n_starts > 1: a search from the start and a TikTak multistart; the better one is kept."""
+def test_with_multistart_one_tiktak_search_runs_its_sample_beginning_at_the_start(
+    monkeypatch, life_table
+):
+    """n_starts > 1: no separate search from the start; one TikTak multistart whose sample
+    begins with the start (its first local search repeated the first search's, until
+    2026-11-27), and its result is the estimate."""
     model, params, _, frame = life_table
-    base = line_result()
-    found = {
-        False: dataclasses.replace(base, objective=9.0, estimates=np.array([1.0, 2.0])),
-        True: dataclasses.replace(base, objective=166.0, estimates=np.array([8.0, 0.9])),
-    }
+    found = dataclasses.replace(line_result(), objective=9.0, estimates=np.array([1.0, 2.0]))
     calls = []
 
     def fake_estimate_msm(**arguments):
         calls.append(arguments["multistart"])
-        return found[arguments["multistart"] is not False]
+        return found
 
     monkeypatch.setattr("project.estimation.variant.estimate_msm", fake_estimate_msm)
-    # the fakes are of another model (crra and beta): no criterion slices through them
+    # the fake is of another model (crra and beta): no criterion slices through it
     monkeypatch.setattr("project.estimation.variant.criterion_profiles", lambda **_: {})
     outcome = estimate_variant(
         model=model,
@@ -498,12 +514,15 @@ def test_with_multistart_the_search_with_the_lower_objective_is_kept(monkeypatch
             "relative_step": 1e-2,
         },
     )
-    assert calls[0] is False and isinstance(calls[1], om.MultistartOptions)
-    np.testing.assert_array_equal(calls[1].sample[0], found[False].estimates)
-    assert outcome.result is found[False]
-    assert outcome.searches["from the start"]["kept"]
-    assert not outcome.searches["multistart"]["kept"]
-    assert outcome.searches["multistart"]["objective"] == 166.0
+    (options,) = calls
+    assert isinstance(options, om.MultistartOptions)
+    assert options.stopping_maxopt == 3
+    np.testing.assert_array_equal(options.sample[0], [0.93])
+    assert len(options.sample) == 15
+    assert outcome.result is found
+    assert list(outcome.searches) == ["multistart"]
+    assert outcome.searches["multistart"]["kept"]
+    assert outcome.searches["multistart"]["objective"] == 9.0
 
 
 # ---------------------------------------------------------------------------------------------

@@ -178,9 +178,9 @@ class EstimationSettings:
     age_min+1..age_max) in ``age_groups``; the model's last group (76-79) is left out because
     the model ends at 79, where everybody consumes what is left. ``n_subjects`` simulated
     subjects from the variant's initial distribution with ``seed``; the optimiser
-    (``algorithm``, ``algo_options``) searches from ``start`` and, with ``n_starts`` > 1, then
-    by optimagic's TikTak multistart seeded with that search's end point (at most ``n_starts``
-    local searches), keeping the better (``project.estimation.variant``); derivatives are
+    (``algorithm``, ``algo_options``) searches from ``start`` or, with ``n_starts`` > 1, as the
+    local search of optimagic's TikTak multistart whose sample begins with ``start`` (at most
+    ``n_starts`` local searches; ``project.estimation.variant``); derivatives are
     central differences with steps ``relative_step`` times the param (the simulated moments jump
     when a subject's discrete choice flips: steps must be well above those jumps); ``x64``: in
     float64 (the smoke profile estimates in float32, reusing the programs its solve compiled).
@@ -196,9 +196,9 @@ class EstimationSettings:
     ``pounders``: on this 2-core CPU a smooth evaluation with its Jacobian costs about 15 times a
     drawn one, more than the fewer evaluations save (``benchmarks/estimation_speed.py --search``).
     ``algo_options``' ``stopping_maxiter``: each local search stops after 60 iterations (the
-    search from the start converges in about 45; a search that reaches the bound crra = 8,
-    where the objective has a second, higher minimum, can wander along it without converging,
-    and then ends there as not converged: the searches table says so).
+    first local search, from the start, converges in about 45; a search that reaches the bound
+    crra = 8, where the objective has a second, higher minimum, can wander along it without
+    converging, and then ends there as not converged: the searches table says so).
     ``weighting``: ``"efficient"`` weighs each moment by the inverse of its sampling variance
     including the simulation noise (the SCF age groups are disjoint samples, so the data
     moments are independent and this diagonal W is the efficient one, under which J is

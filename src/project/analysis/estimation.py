@@ -114,10 +114,10 @@ def moment_fit_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
 
 _SEARCHES = (
     "Every local search of the estimation: where it started, where it ended and its criterion "
-    "({criterion}, the weighted sum of squared moment differences). The search from the start "
-    "and the multistart's local searches (TikTak: from the best of the search's end point and "
-    "points sampled within the bounds, each pulled towards the best point found so far); "
-    "the estimate is the end point with the lowest criterion (Kept). A search that did not "
+    "({criterion}, the weighted sum of squared moment differences). The multistart (TikTak) "
+    "evaluates the start and points sampled within the bounds and runs its local searches from "
+    "the best of them, each later one pulled towards the best end point found so far; the "
+    "estimate is the end point with the lowest criterion (Kept). A search that did not "
     "converge stopped at its iteration limit."
 )
 SEARCHES_CAPTION = Symbol(

@@ -8,19 +8,20 @@ log wealth-to-income of ``settings["age_groups"]`` in the SCF moment table
 returns an ``EstimationOutcome``: the ``MSMResult``, the settings, the seconds it took and the
 warnings a reader must see (non-convergence, an estimate at a bound, a rejected J-test).
 
-Search: one local search from ``settings["start"]`` and, with ``n_starts > 1``, optimagic's
-TikTak multistart (Arnoud, Guvenen and Kleineberg 2019) around its end point: the exploration
-sample is that end point and ``5 * n_starts - 1`` Halton points within the bounds; TikTak ranks
-them by the criterion and runs up to ``n_starts`` local searches, each from a sampled point
-pulled towards the best point found so far, and stops once two searches have ended at the same
-point. The result with the lower objective is kept and both are recorded
-(``EstimationOutcome.searches``). The objective has a long curved valley (more risk aversion and
-more patience both raise wealth) and a second local minimum at the bound crra = 8, about 18
-times as high. A multistart drawn without the first search's end point (as the build did until
-2026-11-26) started from the sampled points nearest that bound and spent 175 simulations there
-(more than the rest of the estimation together); seeded with the end point, a sampled point
-whose criterion is lower still leads TikTak elsewhere, and otherwise its searches test the
-first search's minimum from starts between it and the best sampled points.
+Search: one local search from ``settings["start"]``; with ``n_starts > 1``, optimagic's TikTak
+multistart (Arnoud, Guvenen and Kleineberg 2019) instead, whose exploration sample is the start
+and ``5 * n_starts - 1`` Halton points within the bounds: TikTak ranks them by the criterion and
+runs up to ``n_starts`` local searches, the first from the best of them (on the SCF moments, the
+start), each later one from a sampled point pulled towards the best end point found so far, and
+stops once two searches have ended at the same point (``EstimationOutcome.searches`` records
+every local search). The objective has a long curved valley (more risk aversion and more
+patience both raise wealth) and a second local minimum at the bound crra = 8, about 18 times as
+high. A sample without the start (as the build drew until 2026-11-26) sent the first local
+search to the sampled points nearest that bound (175 simulations there, more than the rest of
+the estimation together); with the start in it, the later searches test the first search's
+minimum from starts between it and the best sampled points. Until 2026-11-27 the build ran the
+search from the start and then a multistart seeded with its end point, whose first local search
+repeated the first search from its own end point (about 18 simulations for nothing).
 
 Sampling design: the data moment of a group is the SCF mean of log(net worth / permanent
 income) over the households aged ``age_min + 1 .. age_max``; its sampling variance is
@@ -156,6 +157,7 @@ def estimate_variant(
         # path, and on this objective the optimum it reaches, depends on the order of the params.
         start = {name: float(settings["start"][name]) for name in settings["estimated"]}
         n_simulated = simulator.living_subjects(start)
+        bounds = {name: tuple(bound) for name, bound in settings["bounds"].items()}
         common = {
             "simulate_moments": simulator,
             "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
@@ -163,7 +165,7 @@ def estimate_variant(
             "n_data": data["n_households"].to_numpy(),
             "n_simulated": n_simulated,
             "start_params": start,
-            "bounds": {name: tuple(bound) for name, bound in settings["bounds"].items()},
+            "bounds": bounds,
             "moment_names": simulator.moment_names,
             "algorithm": settings["algorithm"],
             "algo_options": settings["algo_options"],
@@ -172,13 +174,12 @@ def estimate_variant(
             "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
             "weighting": str(settings.get("weighting", "data")),
         }
-        searches = {"from the start": estimate_msm(**common, multistart=False)}
         options = _multistart(
-            int(settings["n_starts"]), seed=int(settings["seed"]), around=searches["from the start"]
+            int(settings["n_starts"]), seed=int(settings["seed"]), start=start, bounds=bounds
         )
-        if options is not False:
-            searches["multistart"] = estimate_msm(**common, multistart=options)
-        result = min(searches.values(), key=lambda found: found.objective)
+        name = "from the start" if options is False else "multistart"
+        searches = {name: estimate_msm(**common, multistart=options)}
+        result = searches[name]
         profiles = criterion_profiles(simulate_moments=simulator, result=result)
         outcome = EstimationOutcome(
             variant=str(specification["name"]),
@@ -240,25 +241,36 @@ def visible_warnings(result: MSMResult) -> list[str]:
     return warnings
 
 
-def _multistart(n_starts: int, *, seed: int, around: MSMResult) -> bool | om.MultistartOptions:
-    """Return no multistart for one start, else TikTak seeded with ``around``'s estimate.
+def _multistart(
+    n_starts: int,
+    *,
+    seed: int,
+    start: Mapping[str, float],
+    bounds: Mapping[str, tuple[float, float]],
+) -> bool | om.MultistartOptions:
+    """Return no multistart for one start, else TikTak whose sample begins with ``start``.
 
-    The exploration sample is the estimate and ``5 * n_starts - 1`` points of a scrambled Halton
-    sequence (``seed``) within the bounds; ``n_starts`` local searches at most.
+    The exploration sample is ``start`` and ``5 * n_starts - 1`` points of a scrambled Halton
+    sequence (``seed``) within ``bounds`` (per param of ``start``, in its order); ``n_starts``
+    local searches at most.
     """
     if n_starts < 1:
         msg = f"n_starts must be at least 1, got {n_starts}."
         raise EstimationError(msg)
     if n_starts == 1:
         return False
-    lower, upper = np.asarray(around.lower_bounds), np.asarray(around.upper_bounds)
+    names = list(start)
+    infinite = (-np.inf, np.inf)
+    lower = np.array([bounds.get(name, infinite)[0] for name in names], dtype=float)
+    upper = np.array([bounds.get(name, infinite)[1] for name in names], dtype=float)
     if not (np.isfinite(lower).all() and np.isfinite(upper).all()):
         msg = (
             f"A multistart (n_starts = {n_starts}) samples within the bounds, but the bounds of "
-            f"{list(around.param_names)} are {lower.tolist()} to {upper.tolist()}. Give every "
-            "estimated param finite bounds in ESTIMATION (config.py), or set n_starts = 1."
+            f"{names} are {lower.tolist()} to {upper.tolist()}. Give every estimated param "
+            "finite bounds in ESTIMATION (config.py), or set n_starts = 1."
         )
         raise EstimationError(msg)
-    draws = qmc.Halton(d=len(lower), seed=seed).random(5 * n_starts - 1)
-    sample = [np.asarray(around.estimates, dtype=float), *qmc.scale(draws, lower, upper)]
+    draws = qmc.Halton(d=len(names), seed=seed).random(5 * n_starts - 1)
+    sample = [np.array([start[name] for name in names], dtype=float)]
+    sample += list(qmc.scale(draws, lower, upper))
     return om.MultistartOptions(sample=sample, stopping_maxopt=n_starts, seed=seed, n_cores=1)
