@@ -120,7 +120,9 @@ def test_a_change_of_params_never_traces_the_program_again(simulators):
     values = [compiled({"crra": 2.0 + 0.3 * i, "beta": 0.9 + 0.01 * i}) for i in range(4)]
     assert compiled.program.traces == traces
     assert len({tuple(v) for v in values}) == 4  # the moments did move
-    assert list(compiled.program._compiled) == [(ESTIMATION_WINDOW, False)]  # never widened
+    # one program for single points (a batch has its own), never widened
+    singles = [key for key in compiled.program._compiled if not key[2]]
+    assert singles == [(ESTIMATION_WINDOW, False, False)]
 
 
 def test_a_point_asked_for_again_comes_from_the_memo_unchanged(simulators):
@@ -149,6 +151,8 @@ def test_a_batch_equals_its_points_one_at_a_time(simulators):
     batch = compiled.batch(points)
     one_by_one = np.stack([compiled(point) for point in points])
     np.testing.assert_allclose(batch, one_by_one, rtol=1e-12, atol=1e-13)
+    # a batch (vmap) and a single point (no vmap) are two programs
+    assert {key[2] for key in compiled.program._compiled} == {False, True}
 
 
 def test_variants_that_differ_in_a_param_value_share_one_program(mortal):
@@ -164,7 +168,7 @@ def test_variants_that_differ_in_a_param_value_share_one_program(mortal):
             age_groups=GROUPS,
             estimated=("crra", "beta"),
         ).program
-        lowered = program._program(envelope_window(model), False).lower(
+        lowered = program._program(envelope_window(model), False, batched=False).lower(
             jnp.asarray([[2.0, 0.96]]), *program._inputs()
         )
         texts.append(lowered.as_text())

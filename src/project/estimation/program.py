@@ -11,13 +11,15 @@ widens the window and recompiles once, as ``solve`` does; the program starts wit
 ``ESTIMATION_WINDOW`` runs, wider than ``solve``'s, to make that rare).
 
 ``batch(values)`` evaluates many param vectors in one call (``jax.vmap``): an optimiser's
-finite-difference points or a multistart's sample.
+finite-difference points or a multistart's sample. A single point runs a program of its own,
+without ``vmap``: a ``vmap`` of one point made every evaluation about 1.6 times as slow (its
+loops carry batched conditions) and its trace about a second longer.
 
 The program is deterministic (the same params give the same bytes), so results are kept per
-call (``MEMO_SIZE`` calls, by the exact bytes of the params): an estimation asks for many points
-more than once (the start, checked before each search and evaluated again by the optimiser; the
-estimate, its Jacobian's points and the criterion slices through it, once per search), and
-those come back without running the program (``runs`` counts the runs).
+call (``MEMO_SIZE`` calls, by the seed and the exact bytes of the params): an estimation asks
+for some points more than once (the start, checked before the search and evaluated by the
+optimiser; the estimate, where the search ends, its Jacobian is taken and the criterion slices
+cross), and those come back without running the program (``runs`` counts the runs).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class MomentProgram:
         )
         self.traces = 0
         self.runs = 0
-        self._compiled: dict[tuple[int, bool], Any] = {}
+        self._compiled: dict[tuple[int, bool, bool], Any] = {}
         self._memo: OrderedDict[tuple[Any, ...], tuple[np.ndarray, ...]] = OrderedDict()
 
     def __call__(self, values: np.ndarray) -> np.ndarray:
@@ -126,7 +128,7 @@ class MomentProgram:
     def _run(self, values: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
         """Return the program's results at ``values`` (rows), from the memo where it has them."""
         points = np.atleast_2d(np.asarray(values, dtype=self.base_flat.dtype))
-        key = (derivative, points.shape, points.tobytes())
+        key = (derivative, self.seed, points.shape, points.tobytes())
         if key not in self._memo:
             self._memo[key] = self._execute(points, derivative=derivative)
             if len(self._memo) > MEMO_SIZE:
@@ -138,9 +140,8 @@ class MomentProgram:
         self.runs += 1
         while True:
             window = max(envelope_window(self.model), ESTIMATION_WINDOW)
-            *out, narrow, runs = self._program(window, derivative)(
-                jnp.asarray(points), *self._inputs()
-            )
+            program = self._program(window, derivative, batched=points.shape[0] > 1)
+            *out, narrow, runs = program(jnp.asarray(points), *self._inputs())
             if not bool(narrow):
                 return tuple(np.asarray(x, dtype=float) for x in out)
             widen_window(self.model, window=window, runs=int(runs))
@@ -159,20 +160,32 @@ class MomentProgram:
             self.seed,
         )
 
-    def _program(self, window: int, derivative: bool) -> Any:
-        if (window, derivative) not in self._compiled:
+    def _program(self, window: int, derivative: bool, *, batched: bool) -> Any:
+        """Return the compiled program: points (rows) in, one result row per point out.
+
+        One point (an optimiser's evaluation) runs without ``vmap``: batching the traced
+        program costs about a second of tracing on this 2-core CPU, and a batch of one gains
+        nothing from it.
+        """
+        key = (window, derivative, batched)
+        if key not in self._compiled:
             one = self._one_point(window)
             if derivative:
                 one = _with_jacobian(one)
-            batched = jax.vmap(one, in_axes=(0, *(None,) * 10))
+            if batched:
+                mapped = jax.vmap(one, in_axes=(0, *(None,) * 10))
+            else:
+
+                def mapped(points, *inputs):  # noqa: ANN001, ANN002, ANN202
+                    return jax.tree.map(lambda x: x[None], one(points[0], *inputs))
 
             def program(points, *inputs):  # noqa: ANN001, ANN002, ANN202
-                *out, narrow, runs = batched(points, *inputs)
+                *out, narrow, runs = mapped(points, *inputs)
                 return *out, narrow.any(), runs.max()
 
             compiled = jax.jit(program, compiler_options=quick_compile_options())
-            self._compiled[window, derivative] = compiled
-        return self._compiled[window, derivative]
+            self._compiled[key] = compiled
+        return self._compiled[key]
 
     def _one_point(self, window: int) -> Any:
         model = self.model
