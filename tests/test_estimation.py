@@ -576,3 +576,18 @@ def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
         gaps = values - result.estimates[i]
         expected = result.objective + gaps**2 * curvature[i]
         np.testing.assert_allclose(profiles[name]["criterion"], expected, rtol=1e-4)
+
+
+def test_a_slice_holds_the_estimate_once_in_place_of_its_middle_point():
+    """Its middle point is the estimate up to rounding: it is not simulated a second time."""
+    from project.estimation.profiles import _slice_points
+
+    estimate = 0.1 + 0.2  # 0.30000000000000004: the middle of the slice only up to rounding
+    values = _slice_points(estimate - 0.25, estimate + 0.25, n_points=5, estimate=estimate)
+    assert len(values) == 5
+    assert estimate in values
+    np.testing.assert_allclose(np.diff(values), 0.125, rtol=1e-12)
+    cut = _slice_points(0.25, estimate + 0.25, n_points=5, estimate=estimate)  # a bound cuts it
+    assert len(cut) == 6
+    assert estimate in cut
+    assert np.all(np.diff(cut) > 0)

@@ -35,7 +35,8 @@ def criterion_profiles(
     """Return, per param, the points of its slice and the criterion g'Wg at each.
 
     Each slice has ``n_points`` evenly spaced values over the estimate plus and minus
-    ``width`` standard errors, cut at the param's bounds, and the estimate itself.
+    ``width`` standard errors, cut at the param's bounds, and the estimate itself (in place of
+    the middle point where the bounds do not cut the slice: it is the estimate up to rounding).
     """
     profiles = {}
     for index, name in enumerate(result.param_names):
@@ -45,7 +46,7 @@ def criterion_profiles(
         half = width * error if valid else FALLBACK_SHARE * max(abs(estimate), 0.1)
         low = max(estimate - half, float(result.lower_bounds[index]))
         high = min(estimate + half, float(result.upper_bounds[index]))
-        values = np.unique(np.append(np.linspace(low, high, n_points), estimate))
+        values = _slice_points(low, high, n_points=n_points, estimate=estimate)
         criterion = []
         for value in values:
             moments = np.asarray(simulate_moments(result.params | {name: float(value)}), float)
@@ -53,6 +54,19 @@ def criterion_profiles(
             criterion.append(float(gap @ result.weighting @ gap))
         profiles[name] = {"values": values.tolist(), "criterion": criterion}
     return profiles
+
+
+def _slice_points(low: float, high: float, *, n_points: int, estimate: float) -> np.ndarray:
+    """Return ``n_points`` evenly spaced in [low, high] with ``estimate`` among them, sorted.
+
+    A point within a millionth of the slice's width of the estimate is the estimate (a
+    simulation of its rounding error would show nothing and cost as much as any other).
+    """
+    values = np.linspace(low, high, n_points)
+    nearest = int(np.argmin(np.abs(values - estimate)))
+    if abs(values[nearest] - estimate) <= 1e-6 * max(high - low, np.finfo(float).tiny):
+        values[nearest] = estimate
+    return np.unique(np.append(values, estimate))
 
 
 def sensitivity(result: MSMResult) -> np.ndarray:
