@@ -591,3 +591,33 @@ def test_a_slice_holds_the_estimate_once_in_place_of_its_middle_point():
     assert len(cut) == 6
     assert estimate in cut
     assert np.all(np.diff(cut) > 0)
+
+
+def test_a_slice_point_without_finite_moments_is_a_gap_not_a_number():
+    """Where the moments are not finite (the solve failed there), the slice records None."""
+    from project.estimation.profiles import criterion_profiles
+
+    a, b, covariance, _, data = linear_problem(seed=6)
+
+    def simulate(p):
+        return a + b @ np.array([p["x"], p["y"]])
+
+    result = estimate_msm(
+        simulate_moments=simulate,
+        data_moments=data,
+        data_variances=np.diag(covariance),
+        n_data=100.0,
+        n_simulated=500.0,
+        start_params={"x": 1.0, "y": 0.0},
+        bounds={"x": (0.25, 5.0), "y": (-5.0, 5.0)},
+    )
+    edge = result.params["x"] + 1e-3  # a model undefined above this x
+
+    def broken_above(p):
+        return simulate(p) if p["x"] <= edge else np.full(len(data), np.nan)
+
+    profiles = criterion_profiles(simulate_moments=broken_above, result=result, n_points=5)
+    values, criterion = profiles["x"]["values"], profiles["x"]["criterion"]
+    assert [c is None for c in criterion] == [v > edge for v in values]
+    assert any(c is None for c in criterion) and any(c is not None for c in criterion)
+    assert all(c is not None for c in profiles["y"]["criterion"])

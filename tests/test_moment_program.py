@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from small_regimes import DISTRIBUTION, GROUPS, SIZES
 
-from project import solve
+from project import InvalidValueFunctionError, solve
 from project.estimation.lifecycle import LifecycleMoments
 from project.estimation.program import ESTIMATION_WINDOW, envelope_window
 from project.models import lifecycle, lifecycle_regimes
@@ -143,6 +143,22 @@ def test_a_point_asked_for_again_comes_from_the_memo_unchanged(simulators):
     assert compiled.program.runs == runs + 2
     compiled({"crra": 2.7, "beta": 0.94 + 1e-12})  # a different point runs
     assert compiled.program.runs == runs + 3
+
+
+def test_where_the_solve_fails_the_moments_are_nan_never_numbers(simulators, mortal):
+    """Close to crra = 1 V's consumption equivalent overflows: the table path's solve raises,
+    and the program gives NaN moments (until 2026-11-27 it gave finite ones from the broken
+    solution), for that point only in a batch."""
+    compiled, _ = simulators
+    model, params, _ = mortal
+    broken, fine = {"crra": 0.9999, "beta": 0.96}, {"crra": 2.0, "beta": 0.96}
+    with pytest.raises(InvalidValueFunctionError):
+        solve(model=model, params=params | broken, method="dcegm")
+    assert np.isnan(compiled(broken)).all()
+    assert np.isnan(compiled.living_subjects(broken)).all()
+    batch = compiled.batch([broken, fine])
+    assert np.isnan(batch[0]).all()
+    np.testing.assert_allclose(batch[1], compiled(fine), rtol=1e-12, atol=1e-13)
 
 
 def test_a_batch_equals_its_points_one_at_a_time(simulators):

@@ -90,13 +90,13 @@ def plot_criterion_profiles(
                 profile = saved.summary["profiles"][name]
                 panel.plot(
                     profile["values"],
-                    profile["criterion"],
+                    np.array(profile["criterion"], dtype=float),  # None (no solution): a gap
                     color=style.color(0),
                     marker="o",
                     label="Criterion g\u2032Wg, the other parameters at their estimates",
                 )
                 panel.axvline(found[name], color=style.color(1), linestyle="--", label="Estimate")
-                panel.set_yscale("log")  # near crra = 1 the criterion rises steeply
+                panel.set_yscale("log")  # the criterion spans orders of magnitude
                 panel.set(
                     xlabel=plain_parameter(name),
                     ylabel="Criterion (log scale)",

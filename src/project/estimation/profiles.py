@@ -34,6 +34,8 @@ def criterion_profiles(
 ) -> dict[str, dict[str, list[float]]]:
     """Return, per param, the points of its slice and the criterion g'Wg at each.
 
+    Where the moments are not finite (the model's solution failed there, as it does within
+    about 0.005 of crra = 1), the criterion is ``None``: a gap in the slice, not a number.
     Each slice has ``n_points`` evenly spaced values over the estimate plus and minus
     ``width`` standard errors, cut at the param's bounds, and the estimate itself (in place of
     the middle point where the bounds do not cut the slice: it is the estimate up to rounding).
@@ -51,7 +53,8 @@ def criterion_profiles(
         for value in values:
             moments = np.asarray(simulate_moments(result.params | {name: float(value)}), float)
             gap = moments - result.data_moments
-            criterion.append(float(gap @ result.weighting @ gap))
+            value_there = float(gap @ result.weighting @ gap)
+            criterion.append(value_there if np.isfinite(value_there) else None)
         profiles[name] = {"values": values.tolist(), "criterion": criterion}
     return profiles
 

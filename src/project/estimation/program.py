@@ -5,10 +5,12 @@ For a model with regimes solved by endogenous grids (the pipeline's), the solve 
 of ``simulation/regimes.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of the
 living by age group) are traced together and compiled once per model, initial conditions and
 age groups. The estimated params are a traced vector: a change of them never recompiles
-(``traces`` counts the traces). Nothing leaves the device but the moments and two numbers of the
-solve's report (whether the upper envelope's window was too narrow, and the widest run, which
-widens the window and recompiles once, as ``solve`` does; the program starts with a window of
-``ESTIMATION_WINDOW`` runs, wider than ``solve``'s, to make that rare).
+(``traces`` counts the traces). Nothing leaves the device but the moments and three facts of
+the solve's report: whether the solution failed (``INVALID_COLUMNS``: then the moments are NaN,
+which the estimation reports as moments that are not finite, naming the params), whether the
+upper envelope's window was too narrow, and the widest run, which widens the window and
+recompiles once, as ``solve`` does (the program starts with a window of ``ESTIMATION_WINDOW``
+runs, wider than ``solve``'s, to make that rare).
 
 ``batch(values)`` evaluates many param vectors in one call (``jax.vmap``): an optimiser's
 finite-difference points or a multistart's sample. A single point runs a program of its own,
@@ -48,6 +50,15 @@ from project.simulation.result import available_targets
 from project.solver.sweep import compose
 
 INCOME_TARGETS = ("labor_income", "working")
+INVALID_COLUMNS = (
+    "not_finite",
+    "inverse_residual",
+    "inverse_marginal_residual",
+    "no_feasible_choice",
+)
+"""The solve's report columns that make its solution unusable (``egm.solve.check_report``
+raises for them): the moments at such params are NaN, never numbers from a broken solution
+(near crra = 1 V's consumption equivalent overflows, and the moments came out finite)."""
 ESTIMATION_WINDOW = 8
 """The upper envelope's window (runs) the program starts with; ``solve`` starts with 1. An
 estimation evaluates params far apart (a multistart samples the whole box), where the envelope
@@ -141,9 +152,9 @@ class MomentProgram:
         while True:
             window = max(envelope_window(self.model), ESTIMATION_WINDOW)
             program = self._program(window, derivative, batched=points.shape[0] > 1)
-            *out, narrow, runs = program(jnp.asarray(points), *self._inputs())
+            *out, invalid, narrow, runs = program(jnp.asarray(points), *self._inputs())
             if not bool(narrow):
-                return tuple(np.asarray(x, dtype=float) for x in out)
+                return _without_invalid(out, invalid=np.asarray(invalid))
             widen_window(self.model, window=window, runs=int(runs))
 
     def _inputs(self) -> tuple[Any, ...]:
@@ -180,8 +191,8 @@ class MomentProgram:
                     return jax.tree.map(lambda x: x[None], one(points[0], *inputs))
 
             def program(points, *inputs):  # noqa: ANN001, ANN002, ANN202
-                *out, narrow, runs = mapped(points, *inputs)
-                return *out, narrow.any(), runs.max()
+                *out, invalid, narrow, runs = mapped(points, *inputs)
+                return *out, invalid, narrow.any(), runs.max()
 
             compiled = jax.jit(program, compiler_options=quick_compile_options())
             self._compiled[key] = compiled
@@ -193,6 +204,7 @@ class MomentProgram:
         moments = self._moments()
         narrow_column = REPORT_COLUMNS.index("non_monotone")
         runs_column = REPORT_COLUMNS.index("runs")
+        invalid_columns = jnp.asarray([REPORT_COLUMNS.index(c) for c in INVALID_COLUMNS])
 
         def one(values, base, positions, savings, codes, states, ids, periods, ages, groups, seed):  # noqa: ANN001, ANN202
             self.traces += 1
@@ -206,7 +218,8 @@ class MomentProgram:
             panel = (codes, states, ids, inputs, params, periods, ages, seed)
             table = jnp.concatenate([r for r in reports.values()])
             narrow, runs = table[:, narrow_column].any(), table[:, runs_column].max()
-            return *moments(panel, groups), narrow, runs
+            invalid = table[:, invalid_columns].any()
+            return *moments(panel, groups), invalid, narrow, runs
 
         return one
 
@@ -267,10 +280,18 @@ def _with_jacobian(one: Any) -> Any:
         pushed = jax.vmap(
             lambda t: jax.jvp(moments, (values,), (t,), has_aux=True), out_axes=(None, 1, None)
         )
-        value, tangents, (living, narrow, runs) = pushed(basis)
-        return value, tangents, living, narrow, runs
+        value, tangents, (living, invalid, narrow, runs) = pushed(basis)
+        return value, tangents, living, invalid, narrow, runs
 
     return with_jacobian
+
+
+def _without_invalid(out: Sequence[Any], *, invalid: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Return the program's results as floats, NaN in the rows (points) whose solve failed."""
+    results = tuple(np.array(x, dtype=float) for x in out)
+    for result in results:
+        result[invalid] = np.nan
+    return results
 
 
 def _methods(model: RegimeModel) -> dict[str, str]:
