@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -96,11 +97,43 @@ def plot_criterion_profiles(
                     label="Criterion g\u2032Wg, the other parameters at their estimates",
                 )
                 panel.axvline(found[name], color=style.color(1), linestyle="--", label="Estimate")
+                _mark_missing(panel, profile)
                 panel.set_yscale("log")  # the criterion spans orders of magnitude
                 panel.set(
                     xlabel=plain_parameter(name),
                     ylabel="Criterion (log scale)",
                     title=f"{style.variant_label(variant)}: {plain_parameter(name)}",
                 )
-        style.figure_legend(figure=figure, axis=axes[0][0])
+        legend_panel = _legend_panel(axes)
+        missing = MISSING_LABEL in legend_panel.get_legend_handles_labels()[1]
+        style.figure_legend(figure=figure, axis=legend_panel, ncols=1 if missing else None)
         return style.save_figure(figure=figure, paths=paths, provenance=provenance)
+
+
+MISSING_LABEL = "No finite solution (left out)"
+
+
+def _mark_missing(panel: Any, profile: Mapping[str, list]) -> None:
+    """Mark the slice's points without a criterion (the solve failed) by a cross on the axis."""
+    missing = [v for v, c in zip(profile["values"], profile["criterion"], strict=True) if c is None]
+    if missing:
+        panel.plot(
+            missing,
+            [0.04] * len(missing),
+            transform=panel.get_xaxis_transform(),  # x in data, y in the panel's height
+            marker="x",
+            markersize=9,
+            linestyle="none",
+            clip_on=False,
+            color=style.color(2),
+            label=MISSING_LABEL,
+        )
+
+
+def _legend_panel(axes: Any) -> Any:
+    """Return the panel whose legend names every kind of line (a missing point's too)."""
+    panels = [panel for row in axes for panel in row]
+    for panel in panels:
+        if MISSING_LABEL in panel.get_legend_handles_labels()[1]:
+            return panel
+    return panels[0]
