@@ -109,6 +109,8 @@ NUMBERS_SOURCES = [
         "analysis/calibration_text.py",
         "analysis/estimation.py",
         "analysis/identification.py",
+        "estimation/inference.py",
+        "estimation/variant.py",
     ),
     *TABLE_SOURCES,
 ]

@@ -51,6 +51,7 @@ from project.calibration import load_calibration
 from project.errors import ConfigurationError
 from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation, load_estimation
+from project.estimation.variant import halton_points
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
 from project.persist.manifest import read_json_object
@@ -117,7 +118,13 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     first = next(iter(estimates.values()))
     ages = [age_label(m) for m in first.moments["moment"]]
     numbers["ages"] = f"{ages[0]} to {ages[-1]}".replace("-", "\u2013")
-    numbers["n_subjects"] = f"{int(first.summary['settings']['n_subjects']):,}"
+    settings = first.summary["settings"]
+    numbers["n_subjects"] = f"{int(settings['n_subjects']):,}"
+    numbers["start"] = joined(
+        [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
+    )
+    numbers["n_starts"] = str(int(settings["n_starts"]))
+    numbers["n_halton"] = str(halton_points(int(settings["n_starts"])))
     numbers["bounds"] = joined(
         [
             f"{symbol(row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"

@@ -65,6 +65,9 @@ logger = logging.getLogger("project.estimation")
 
 DATA_COLUMN = "log_wealth_to_income"
 J_TEST_LEVEL = 0.05
+HALTON_PER_START = 5
+"""The multistart samples this many points per local search: the start and 5·n_starts - 1
+Halton points within the bounds."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +244,11 @@ def visible_warnings(result: MSMResult) -> list[str]:
     return warnings
 
 
+def halton_points(n_starts: int) -> int:
+    """Return how many Halton points the multistart samples beside the start (none for one)."""
+    return HALTON_PER_START * n_starts - 1 if n_starts > 1 else 0
+
+
 def _multistart(
     n_starts: int,
     *,
@@ -270,7 +278,7 @@ def _multistart(
             "finite bounds in ESTIMATION (config.py), or set n_starts = 1."
         )
         raise EstimationError(msg)
-    draws = qmc.Halton(d=len(names), seed=seed).random(5 * n_starts - 1)
+    draws = qmc.Halton(d=len(names), seed=seed).random(halton_points(n_starts))
     sample = [np.array([start[name] for name in names], dtype=float)]
     sample += list(qmc.scale(draws, lower, upper))
     return om.MultistartOptions(sample=sample, stopping_maxopt=n_starts, seed=seed, n_cores=1)
