@@ -549,10 +549,8 @@ def test_the_sensitivity_is_the_estimate_s_response_to_a_data_moment():
     )
 
 
-def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
-    """g'Wg along param i through an interior minimum is c + h^2 (G'WG)_ii, minimal at h = 0."""
-    from project.estimation.profiles import criterion_profiles
-
+def linear_slice_problem():
+    """Return the moment function, the slope matrix and the MSM result of a linear model."""
     a, b, covariance, _, data = linear_problem(seed=6)
 
     def simulate(p):
@@ -567,6 +565,14 @@ def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
         start_params={"x": 1.0, "y": 0.0},
         bounds={"x": (0.25, 5.0), "y": (-5.0, 5.0)},
     )
+    return simulate, b, result
+
+
+def test_the_criterion_slices_are_the_quadratic_of_a_linear_model():
+    """g'Wg along param i through an interior minimum is c + h^2 (G'WG)_ii, minimal at h = 0."""
+    from project.estimation.profiles import criterion_profiles
+
+    simulate, b, result = linear_slice_problem()
     profiles = criterion_profiles(simulate_moments=simulate, result=result, n_points=5)
     curvature = np.diag(b.T @ result.weighting @ b)
     for i, name in enumerate(("x", "y")):
@@ -597,24 +603,11 @@ def test_a_slice_point_without_finite_moments_is_a_gap_not_a_number():
     """Where the moments are not finite (the solve failed there), the slice records None."""
     from project.estimation.profiles import criterion_profiles
 
-    a, b, covariance, _, data = linear_problem(seed=6)
-
-    def simulate(p):
-        return a + b @ np.array([p["x"], p["y"]])
-
-    result = estimate_msm(
-        simulate_moments=simulate,
-        data_moments=data,
-        data_variances=np.diag(covariance),
-        n_data=100.0,
-        n_simulated=500.0,
-        start_params={"x": 1.0, "y": 0.0},
-        bounds={"x": (0.25, 5.0), "y": (-5.0, 5.0)},
-    )
+    simulate, _, result = linear_slice_problem()
     edge = result.params["x"] + 1e-3  # a model undefined above this x
 
     def broken_above(p):
-        return simulate(p) if p["x"] <= edge else np.full(len(data), np.nan)
+        return simulate(p) if p["x"] <= edge else np.full(len(result.data_moments), np.nan)
 
     profiles = criterion_profiles(simulate_moments=broken_above, result=result, n_points=5)
     values, criterion = profiles["x"]["values"], profiles["x"]["criterion"]
