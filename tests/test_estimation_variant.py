@@ -887,6 +887,20 @@ def test_the_searches_table_lists_every_local_search_and_marks_the_kept_one(tmp_
     assert "$gamma$ = 8.000" in table["End"].iloc[2].typst
 
 
+def test_the_searches_table_names_a_lone_multistart_s_searches_by_number(tmp_path, at_bound):
+    """The build's estimation is one multistart: its rows need no search name."""
+    from project.analysis.estimation import searches_table
+
+    outcome = with_searches(at_bound)
+    lone = dataclasses.replace(
+        outcome, searches={"multistart": outcome.searches["multistart"] | {"kept": True}}
+    )
+    save_estimation(lone, directory=tmp_path / "est")
+    table = searches_table({"baseline": load_estimation(tmp_path / "est")})
+    assert table["Search"].tolist() == ["local search 1", "local search 2"]
+    assert table["Kept"].tolist() == ["yes", ""]
+
+
 def test_the_estimation_report_s_latex_tables_hold_no_bare_unicode_math(tmp_path, clean, at_bound):
     """The .tex files carry math as LaTeX ($\\gamma$, $g'Wg$, $\\partial m$), not as Unicode
     symbols that pdflatex cannot typeset; with pdflatex and siunitx they compile."""

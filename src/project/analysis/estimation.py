@@ -138,13 +138,14 @@ def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
     """
     rows = []
     for variant, saved in estimates.items():
-        for name, search in saved.summary.get("searches", {}).items():
+        searches = saved.summary.get("searches", {})
+        for name, search in searches.items():
             local = search.get("local_searches") or [
                 {"start": {}, "end": search["params"], "objective": search["objective"]}
             ]
             best = min(range(len(local)), key=lambda i: float(local[i]["objective"]))
             for number, found in enumerate(local, start=1):
-                label = name if len(local) == 1 else f"{name}, local search {number}"
+                label = _search_label(name, number, n_local=len(local), n_searches=len(searches))
                 rows.append(
                     {
                         "Variant": variant_name(variant),
@@ -157,6 +158,13 @@ def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
                     }
                 )
     return pd.DataFrame(rows, columns=list(SEARCHES_COLUMNS))
+
+
+def _search_label(name: str, number: int, *, n_local: int, n_searches: int) -> str:
+    """Return a local search's row label: its search's name only where there are several."""
+    if n_local == 1:
+        return name
+    return f"local search {number}" if n_searches == 1 else f"{name}, local search {number}"
 
 
 def point_cell(point: Mapping[str, float]) -> Symbol | str:
