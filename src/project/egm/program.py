@@ -38,6 +38,14 @@ REPORT_COLUMNS = (
     "no_feasible_choice",
     "runs",
 )
+FAILURE_COLUMNS = (
+    "not_finite",
+    "inverse_marginal_residual",
+    "inverse_residual",
+    "no_feasible_choice",
+)
+"""The report's columns that make a solution unusable whatever the method (``solve.check_report``
+raises for each; ``non_monotone`` only fails plain EGM, DC-EGM widens its window instead)."""
 
 
 POINTS_PER_KINK = 16
