@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU checks of one lent accelerator session, in one call (at most 8 min 30 s).
+# The GPU checks of one lent accelerator session (all steps: at most 15 min; run a subset).
 #
 # Usage, on a machine with a GPU, JAX for CUDA and the project's other needs (or their wheels in
 # .whl/, installed into /tmp/site first):
@@ -12,11 +12,13 @@
 #   2. warm and first solves of the four benchmark sizes and IJRS 4000 x 20000 (compare_pylcm's
 #      own child measurement, float64, T = 5; the peer pylcm 0.0.1 needs jax < 0.7, so it does
 #      not run here) and the one-regime life-cycle model at 100 x 100 and 400 x 400 (float32);
-#   3. the estimation objective: solve, one-program and gradient (estimation_speed.py --quick);
+#   3. the estimation objective: solve, one program, a batch, smooth moments and their Jacobian
+#      (estimation_speed.py, one round); then the whole estimation (`estimate`; carry
+#      bld/data/scf_moments.arrow);
 #   4. DC-EGM against dcegm 0.1.3 (benchmarks/compare_dcegm.py, both on this GPU);
 #   5. the solver's tests on the GPU (the large-block search path), 4 workers sharing the GPU
 #      without preallocation (with it, 8 workers ran out of GPU memory on an H200).
-# STEPS (default "machine solve estimation_speed compare_dcegm tests") runs a subset.
+# STEPS (default "machine solve estimation_speed estimate compare_dcegm tests") runs a subset.
 set -uo pipefail
 
 OUT="${OUT:?set OUT to the folder for the logs}"
@@ -24,7 +26,7 @@ PYTHON="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 
-STEPS="${STEPS:-machine solve estimation_speed compare_dcegm tests}"
+STEPS="${STEPS:-machine solve estimation_speed estimate compare_dcegm tests}"
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.log
     local name="$1" limit="$2"
@@ -64,8 +66,10 @@ ours_sizes() {
 export -f ours_sizes
 export PYTHON
 TAIL=40 step solve 150 bash -c ours_sizes
-step estimation_speed 150 "$PYTHON" benchmarks/estimation_speed.py --quick \
-    --only solve,compiled,gradient --json "$OUT/estimation_speed.json"
+step estimation_speed 240 "$PYTHON" benchmarks/estimation_speed.py --rounds 1 \
+    --only solve,compiled,batch,smooth,gradient --json "$OUT/estimation_speed.json"
+step estimate 240 "$PYTHON" benchmarks/estimation_speed.py --rounds 1 --estimate --only estimate \
+    --json "$OUT/estimate.json"
 step compare_dcegm 200 "$PYTHON" benchmarks/compare_dcegm.py --rounds 1 --repeats 10 \
     --peer-python "$(command -v "$PYTHON")" --json "$OUT/compare_dcegm.json"
 step tests 120 env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PYTHON" -m pytest -q -p no:cacheprovider -n 4 tests/test_kernels.py \
