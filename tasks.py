@@ -2,7 +2,9 @@
 
 Once, on the status quo (``STATUS_QUO``): ``define_estimation_model`` writes its specification
 before estimation to ``<bld>/<status quo>/estimation_model.json``; ``estimate`` estimates its
-preferences from the SCF by MSM into ``<bld>/<status quo>/estimation/``.
+preferences from the SCF by MSM into ``<bld>/<status quo>/estimation/``; ``estimate_robustness``
+estimates them again for each robustness check (``ROBUSTNESS``: one assumption changed) into
+``<bld>/robustness/<check>/estimation/``, which only the robustness table and the paper read.
 
 Per variant (see ``VARIANTS`` in src/project/config.py), every one at those estimates:
 
@@ -45,6 +47,7 @@ from project.config import (
     ESTIMATION,
     GRID_CHECK,
     PAPER,
+    ROBUSTNESS,
     ROOT,
     STATUS_QUO,
     VALIDATION_FACTORS,
@@ -85,6 +88,7 @@ from project.task_sources import (
     PAPER_SOURCES,
     PERSIST_SOURCES,
     PIPELINE_SOURCE,
+    ROBUSTNESS_TABLE_SOURCES,
     SIMULATION_SOURCES,
     SOLVE_SOURCES,
     TABLE_SOURCES,
@@ -190,6 +194,52 @@ def task_estimate(
         directory=produces.parent,
         sources=sources,
     )
+
+
+ROBUSTNESS_MARKERS = {
+    check.name: directory_product(BLD / "robustness" / check.name / "estimation" / MARKER_NAME)
+    for check in ROBUSTNESS
+}
+
+for check in ROBUSTNESS:
+
+    @task(
+        id=check.name,
+        kwargs={
+            "check_json": _hashed(asdict(check)),
+            "settings_json": _hashed(asdict(ESTIMATION)),
+            "distribution_json": _hashed(VARIANTS[STATUS_QUO].simulation.initial_distribution),
+        },
+    )
+    def task_estimate_robustness(
+        check_json: str,
+        settings_json: str,
+        distribution_json: str,
+        specification_file: Path = ESTIMATION_MODEL,
+        estimation_marker: Path = ESTIMATION_MARKER,
+        moments_file: Path = DATA_PRODUCTS["moments"],
+        sources: list[Path] = source_files(ESTIMATE_SOURCES),
+        produces: Path = ROBUSTNESS_MARKERS[check.name],
+    ) -> None:
+        """Estimate the status quo's preferences again with one assumption changed."""
+        from project.estimation.robustness import robustness_settings, robustness_specification
+        from project.pipeline import estimate_variant_into, estimated_params, read_specification
+
+        check, settings = json.loads(check_json), json.loads(settings_json)
+        estimate_variant_into(
+            specification=robustness_specification(
+                check=check,
+                specification=read_specification(specification_file),
+                estimated=settings["estimated"],
+            ),
+            moments_file=moments_file,
+            initial_distribution=json.loads(distribution_json),
+            settings=robustness_settings(
+                check=check, settings=settings, estimates=estimated_params(estimation_marker.parent)
+            ),
+            directory=produces.parent,
+            sources=sources,
+        )
 
 
 for variant in VARIANTS.values():
@@ -405,6 +455,32 @@ def task_estimation_report(
     )
 
 
+ROBUSTNESS_DESCRIPTIONS = {check.name: check.description for check in ROBUSTNESS}
+
+
+@task(kwargs={"descriptions_json": _hashed(ROBUSTNESS_DESCRIPTIONS)})
+def task_robustness_table(
+    descriptions_json: str,
+    estimation_marker: Path = ESTIMATION_MARKER,
+    robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
+    analysis_sources: list[Path] = source_files(ROBUSTNESS_TABLE_SOURCES),
+    produces: dict[str, Path] = _table_paths("robustness"),
+) -> None:
+    """Tabulate the estimates of every robustness check beside the status quo's."""
+    from project.analysis.robustness import write_robustness_table
+    from project.estimation.products import load_estimation
+    from project.provenance import product_provenance
+
+    descriptions = json.loads(descriptions_json)
+    write_robustness_table(
+        baseline=load_estimation(estimation_marker.parent),
+        checks={name: load_estimation(m.parent) for name, m in robustness_markers.items()},
+        descriptions=descriptions,
+        paths=produces,
+        provenance=product_provenance(config=descriptions),
+    )
+
+
 def task_plot_variant_comparison(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
@@ -541,12 +617,19 @@ def task_welfare_table(
     write_welfare_table(welfare_path=welfare, paths=produces)
 
 
-@task(kwargs={"female_share": _hashed(DATA.female_share)})
+@task(
+    kwargs={
+        "female_share": _hashed(DATA.female_share),
+        "robustness_json": _hashed(ROBUSTNESS_DESCRIPTIONS),
+    }
+)
 def task_paper_numbers(
     female_share: str,
+    robustness_json: str,
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
+    robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     results: dict[str, Path] = RESULTS,
@@ -560,6 +643,8 @@ def task_paper_numbers(
         specification_files=specification_files,
         solution_directories={v: m.parent for v, m in solution_markers.items()},
         estimation_directories={v: m.parent for v, m in estimation_markers.items()},
+        robustness_directories={c: m.parent for c, m in robustness_markers.items()},
+        robustness_descriptions=json.loads(robustness_json),
         calibration_directories={v: m.parent for v, m in calibration_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         results=results,
@@ -586,6 +671,7 @@ CATALOGUE = {
     "*/solution": "A variant's solution (orbax checkpoint, metadata, marker with digests).",
     "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
     "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",
+    "robustness/*/estimation": "A robustness check's re-estimation (same layout as above).",
     "*/calibration": "A variant's calibrated weights, targets before/after and diagnostics.",
     "data/*": "Real data prepared for estimation: SCF moments and survival (data/README.md).",
     "figures/*": "A figure of the paper (PNG and PDF).",
@@ -609,6 +695,7 @@ def task_catalogue(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
+    robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     data_products: dict[str, Path] = DATA_PRODUCTS,
     sources: list[Path] = source_files(CATALOGUE_SOURCES),

@@ -14,6 +14,7 @@ import math
 import shutil
 import tempfile
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -287,6 +288,31 @@ def split_variant(*, model="lifecycle", processes=2, **sizes):
     return variant_specification(variant(model=model, sizes=small | sizes, processes=processes))
 
 
+def check(**fields):
+    from project.config import RobustnessCheck
+
+    return RobustnessCheck(**({"name": "c", "description": "d", "params": {"r": 0.02}} | fields))
+
+
+def check_specification(**params):
+    from project.estimation.robustness import robustness_specification
+
+    return robustness_specification(
+        check={"name": "c", "params": params},
+        specification={"name": "baseline", "params": PARAMS},
+        estimated=("crra", "beta"),
+    )
+
+
+def check_settings(*, estimates):
+    from project.config import ESTIMATION
+    from project.estimation.robustness import robustness_settings
+
+    return robustness_settings(
+        check={"name": "c", "age_groups": None}, settings=asdict(ESTIMATION), estimates=estimates
+    )
+
+
 def launcher(choice, *, path=None):
     """Return the launcher ``$PROJECT_LAUNCHER=choice`` picks (``path``: PATH to search)."""
     from project.launch import LAUNCHER_ENV, chosen_launcher
@@ -337,6 +363,20 @@ CASES += [
         lambda: split_variant(distributed_types=True, processes=3),
         "2 blocks, which do not split evenly over 3 processes",
     ),
+    ("robustness name unsafe", lambda: check(name="../x"), "not a safe identifier"),
+    ("robustness no description", lambda: check(description=" "), "give a description"),
+    ("robustness changes nothing", lambda: check(params={}), "changes nothing"),
+    ("robustness params a list", lambda: check(params=[1]), "params must be a dict"),
+    ("robustness ages reversed", lambda: check(age_groups=((60, 55),)), "age_min < age_max"),
+    ("robustness ages floats", lambda: check(age_groups=((50.0, 55),)), "whole ages"),
+    ("robustness sets an estimate", lambda: check_specification(crra=3.0), "estimated params"),
+    ("robustness unknown param", lambda: check_specification(rho=0.9), "unknown params ['rho']"),
+    (
+        "robustness param shape",
+        lambda: check_specification(disutility_of_work=0.1),
+        "'disutility_of_work' has shape (2,)",
+    ),
+    ("robustness without estimates", lambda: check_settings(estimates={}), "rebuild"),
     ("launcher unknown", lambda: launcher("mpirun"), "PROJECT_LAUNCHER='mpirun'"),
     ("launcher srun without srun", lambda: launcher("srun", path=""), "no srun is on PATH"),
     ("solve worker by hand", lambda: worker_input("DIRECTORY"), "started by project.launch"),

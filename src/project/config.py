@@ -7,6 +7,7 @@ here reruns exactly that variant's chain.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -243,6 +244,105 @@ ESTIMATION = (
 )
 """The estimation's choices (``project.estimation.variant``). The smoke model covers ages 63-70
 only, where risk aversion barely moves wealth: the smoke build estimates the discount factor."""
+
+
+@dataclass(frozen=True)
+class RobustnessCheck:
+    """A re-estimation of the status quo's preferences with one assumption changed.
+
+    ``params``: calibrated params of the status quo set to other values (never an estimated
+    one, and each keeps its shape); ``age_groups``: other SCF age groups for the moments
+    (``None`` keeps ``ESTIMATION.age_groups``). Each check is estimated like the status quo
+    but by one local search from the status quo's estimates (``project.estimation.robustness``),
+    and reported beside them (``project.analysis.robustness``); nothing else uses its estimates.
+    ``description`` says what changed, as the paper's table prints it.
+    """
+
+    name: str
+    description: str
+    params: dict[str, Any] = field(default_factory=dict)
+    age_groups: tuple[tuple[int, int], ...] | None = None
+
+    def __post_init__(self) -> None:
+        """Refuse an unsafe name, an empty description and malformed params or age groups."""
+        where = f"Robustness check {self.name!r}"
+        if not isinstance(self.name, str) or not SAFE_NAME.fullmatch(self.name):
+            msg = (
+                f"{where}: the name is not a safe identifier: use letters, digits and "
+                "underscores, starting with a letter (it names the folder bld/robustness/<name>)."
+            )
+            raise ConfigurationError(msg)
+        if not isinstance(self.description, str) or not self.description.strip():
+            msg = f"{where}: give a description of what it changes (the table prints it)."
+            raise ConfigurationError(msg)
+        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
+            msg = f"{where}: params must be a dict with str keys, got {self.params!r}."
+            raise ConfigurationError(msg)
+        if not self.params and self.age_groups is None:
+            msg = f"{where} changes nothing: give params or age_groups."
+            raise ConfigurationError(msg)
+        groups = self.age_groups or ()
+        if not all(
+            isinstance(g, tuple | list)
+            and len(g) == 2
+            and all(type(a) is int for a in g)
+            and g[0] < g[1]
+            for g in groups
+        ):
+            msg = (
+                f"{where}: age_groups must be pairs of whole ages (age_min, age_max) with "
+                f"age_min < age_max, got {self.age_groups!r}."
+            )
+            raise ConfigurationError(msg)
+
+
+def same_stationary_sd(*, rho: float, base_rho: float, base_sigma: float) -> float:
+    """Return the innovation s.d. that gives an AR(1) with ``rho`` the base's stationary s.d."""
+    return base_sigma * math.sqrt((1 - rho**2) / (1 - base_rho**2))
+
+
+PERSISTENT_INCOME_RHO = 0.95
+"""The robustness check's income persistence; the baseline's is 0.9 with innovation s.d. 0.1
+(``project.models.lifecycle.DEFAULT_PARAMS``), whose stationary s.d. the check keeps."""
+
+ROBUSTNESS: tuple[RobustnessCheck, ...] = (
+    (
+        RobustnessCheck(
+            name="persistent_income",
+            description=(
+                f"Income persistence {PERSISTENT_INCOME_RHO}, the same stationary variance"
+            ),
+            params={
+                "income_rho": PERSISTENT_INCOME_RHO,
+                "income_sigma": same_stationary_sd(
+                    rho=PERSISTENT_INCOME_RHO, base_rho=0.9, base_sigma=0.1
+                ),
+            },
+        ),
+        RobustnessCheck(
+            name="taste_shocks",
+            description="Taste-shock scale 0.05",
+            params={"taste_shock_scale": 0.05},
+        ),
+        RobustnessCheck(
+            name="ages_to_70",
+            description="Moments of ages 51\u201370 only",
+            age_groups=((50, 55), (55, 60), (60, 65), (65, 70)),
+        ),
+    )
+    if PROFILE == "default"
+    else (
+        RobustnessCheck(
+            name="taste_shocks",
+            description="Taste-shock scale 0.05",
+            params={"taste_shock_scale": 0.05},
+        ),
+    )
+)
+"""The robustness checks of the estimates: a second earnings process (more persistent, with the
+same stationary variance), a larger taste-shock scale and another age range (the oldest
+group, where the model's missing bequest motive matters most, left out). The smoke profile
+runs the taste-shock check alone."""
 
 VALIDATION_FACTORS: tuple[int, ...] = (2, 4) if PROFILE == "default" else (2,)
 """The grid-convergence check solves the baseline with its savings grid this many times finer

@@ -80,6 +80,12 @@ ESTIMATION_REPORT_SOURCES = [
     *_files("analysis/estimation.py", "analysis/identification.py", "analysis/tables.py"),
     *ANALYSIS_BASE,
 ]
+ROBUSTNESS_TABLE_SOURCES = [
+    *_files("analysis/robustness.py", "estimation/inference.py"),
+    *TABLE_OUTPUT,
+    *ANALYSIS_BASE,
+]
+"""What writing the robustness table of the estimates runs (from the estimation products)."""
 VALIDATION_SOURCES = [
     *_files("analysis/validation.py", "analysis/accuracy.py"),
     *TABLE_OUTPUT,
@@ -111,6 +117,7 @@ NUMBERS_SOURCES = [
         "analysis/identification.py",
         "estimation/inference.py",
         "estimation/variant.py",
+        "analysis/robustness.py",
     ),
     *TABLE_SOURCES,
 ]

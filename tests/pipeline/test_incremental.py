@@ -49,6 +49,13 @@ ALL_VARIANTS = tuple(name for name in VARIANTS if name != GRID_CHECK)
 ESTIMATED = (STATUS_QUO,)
 """The variant whose preferences the pipeline estimates: the status quo only."""
 ESTIMATION_TASKS = {"task_define_estimation_model", "task_estimate"}
+SMOKE_ROBUSTNESS = ("taste_shocks",)
+"""The smoke profile's robustness checks (``ROBUSTNESS`` under ``PROJECT_PROFILE=smoke``)."""
+ROBUSTNESS_TASKS = (
+    {f"task_estimate_robustness[{c}]" for c in SMOKE_ROBUSTNESS}
+    if len(SMOKE_ROBUSTNESS) > 1
+    else {"task_estimate_robustness"}  # pytask names a lone task of a loop without its id
+)
 
 
 def copy_project(target: Path) -> Path:
@@ -242,6 +249,14 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert summary["provenance"]["fingerprint"] and "warnings" in summary
     for product in ("tables/estimates.typ", "tables/moment_fit.md", "figures/estimation_fit.png"):
         assert (bld / product).stat().st_size > 0, product
+    assert sorted(p.name for p in (bld / "robustness").iterdir()) == sorted(SMOKE_ROBUSTNESS)
+    robustness = (bld / "tables/robustness.md").read_text()
+    for name in SMOKE_ROBUSTNESS:
+        summary = json.loads((bld / "robustness" / name / "estimation/summary.json").read_text())
+        assert summary["variant"] == f"robustness_{name}"
+        assert summary["settings"]["n_starts"] == 1 and summary["profiles"] == {}
+        beta = pd.read_feather(bld / "robustness" / name / "estimation/estimates.arrow")
+        assert f"| {beta['estimate'].iloc[0]:.4f} |" in robustness
     log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log
@@ -422,12 +437,15 @@ def test_incremental_contract(serial_build):
     edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
     tables = product_digests(root)
     ran = executed(build(root))
-    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {"task_estimate"} | {
+    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {
+        "task_estimate"
+    } | ROBUSTNESS_TASKS | {
         # the estimates' product records the new fingerprint: the models are read again
         f"task_define_model[{v}]"
         for v in ALL_VARIANTS
     } | {
         "task_estimation_report",
+        "task_robustness_table",  # reads the estimates, which record the new fingerprint
         "task_validate_solution_method",
         "task_welfare",
         "task_paper_numbers",  # reads the estimates, which record the new fingerprint
@@ -460,7 +478,7 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
     assert executed(outcomes) == {
         f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate") for v in ALL_VARIANTS
-    } | ESTIMATION_TASKS | {"task_prepare_data", "task_estimation_report"}
+    } | ESTIMATION_TASKS | ROBUSTNESS_TASKS | {"task_prepare_data", "task_estimation_report"}
     parallel_digests = product_digests(root)
     assert parallel_digests
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}

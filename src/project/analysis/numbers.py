@@ -27,6 +27,7 @@ from project.analysis.notation import (
     symbol,
     variant_name,
 )
+from project.analysis.robustness import robustness_estimates_sentence
 from project.analysis.style import method_name
 from project.analysis.tables import (
     ALL_TYPES,
@@ -298,6 +299,8 @@ def paper_numbers(
     specifications: Mapping[str, Mapping[str, Any]],
     methods: Mapping[str, str],
     estimates: Mapping[str, SavedEstimation],
+    robustness: Mapping[str, SavedEstimation],
+    robustness_descriptions: Mapping[str, str],
     calibration_summaries: Mapping[str, Mapping[str, Any]],
     calibration_tables: Mapping[str, pd.DataFrame],
     panels: Mapping[str, pd.DataFrame],
@@ -343,6 +346,11 @@ def paper_numbers(
             ),
             "robustness": robustness_sentence(panels=panels, weights=weights, validation=validation)
             + monte_carlo_sentence(welfare),
+            "robustness_estimates": robustness_estimates_sentence(
+                baseline=estimates[next(iter(estimates))],
+                checks=robustness,
+                descriptions=robustness_descriptions,
+            ),
         },
     }
 
@@ -390,6 +398,8 @@ def write_paper_numbers(
     specification_files: Mapping[str, Path],
     solution_directories: Mapping[str, Path],
     estimation_directories: Mapping[str, Path],
+    robustness_directories: Mapping[str, Path],
+    robustness_descriptions: Mapping[str, str],
     calibration_directories: Mapping[str, Path],
     bundle_directories: Mapping[str, Path],
     results: Mapping[str, Path],
@@ -403,6 +413,8 @@ def write_paper_numbers(
         specifications=specifications,
         methods={v: solution_method(directory=d) for v, d in solution_directories.items()},
         estimates={v: load_estimation(d) for v, d in estimation_directories.items()},
+        robustness={c: load_estimation(d) for c, d in robustness_directories.items()},
+        robustness_descriptions=robustness_descriptions,
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
         calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},

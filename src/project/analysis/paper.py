@@ -44,6 +44,7 @@ PAPER_TABLES = (
     "summary_statistics",
     "retirement_age",
     "welfare",
+    "robustness",
 )
 """Table stems the paper includes from ``<bld>/tables/`` (as ``.typ``); labels ``tab:<stem>``."""
 

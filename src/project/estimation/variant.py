@@ -34,7 +34,8 @@ across evaluations); the variant's own simulation is not reused, so the estimati
 independent of the panel the figures show. Float64 throughout (finite differences).
 With ``settings["smooth"]`` the moments are the smooth ones (expectations over the retirement
 choice) and ``estimate_msm`` gets their exact Jacobian (``LifecycleMoments.jacobian``) for the
-search and the standard errors.
+search and the standard errors. ``settings["profiles"]`` false (a robustness check's,
+``project.estimation.robustness``) leaves out the criterion slices through the estimate.
 """
 
 from __future__ import annotations
@@ -183,7 +184,11 @@ def estimate_variant(
         name = "from the start" if options is False else "multistart"
         searches = {name: estimate_msm(**common, multistart=options)}
         result = searches[name]
-        profiles = criterion_profiles(simulate_moments=simulator, result=result)
+        profiles = (
+            criterion_profiles(simulate_moments=simulator, result=result)
+            if settings.get("profiles", True)
+            else {}
+        )
         outcome = EstimationOutcome(
             variant=str(specification["name"]),
             result=result,
