@@ -373,3 +373,12 @@ def test_prepare_data_refuses_missing_settings(tmp_path):
             settings={"education": "All", "year": "All", "survival_ages": [50, 100]},
             products={k: tmp_path / k for k in ("moments", "moments_markdown", "survival")},
         )
+
+
+def test_the_recorded_waves_are_the_tables_years():
+    from project.data.scf import WAVES
+
+    with verified_path("scf_wealth_income_stats").open(newline="") as handle:
+        years = {row["YEAR"] for row in csv.DictReader(handle)}
+    assert years - {"All"} == {str(wave) for wave in WAVES}
+    assert list(WAVES) == sorted(WAVES)

@@ -118,6 +118,7 @@ NUMBERS_SOURCES = [
         "estimation/inference.py",
         "estimation/variant.py",
         "analysis/robustness.py",
+        "data/scf.py",
     ),
     *TABLE_SOURCES,
 ]

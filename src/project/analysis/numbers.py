@@ -49,6 +49,7 @@ from project.analysis.welfare_text import (
     welfare_sentence,
 )
 from project.calibration import load_calibration
+from project.data.scf import IMPLICATES, WAVES
 from project.errors import ConfigurationError
 from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation, load_estimation
@@ -124,6 +125,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     numbers["start"] = joined(
         [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
     )
+    numbers["n_households"] = f"{round(float(first.moments['n_data'].sum())):,}"
     numbers["n_starts"] = str(int(settings["n_starts"]))
     numbers["n_halton"] = str(halton_points(int(settings["n_starts"])))
     numbers["bounds"] = joined(
@@ -322,6 +324,12 @@ def paper_numbers(
     welfare_text = welfare_sentence(welfare)
     return {
         "model": model,
+        "data": {
+            "first_wave": str(WAVES[0]),
+            "last_wave": str(WAVES[-1]),
+            "n_waves": str(len(WAVES)),
+            "implicates": str(IMPLICATES),
+        },
         "est": estimation["numbers"],
         "calibration": calibration_numbers(calibration_summaries),
         "results": results["numbers"],

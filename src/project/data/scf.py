@@ -47,6 +47,9 @@ AGE_GROUP = re.compile(r"\((\d+),(\d+)\]")
 MIN_OBS = 2
 IMPLICATES = 5
 """Imputed copies of each household in the SCF summary files (``obs`` counts all of them)."""
+WAVES = (1995, 1998, 2001, 2004, 2007, 2010, 2013, 2016, 2019)
+"""The SCF waves of the vendored table (its ``YEAR`` values besides ``All``; checked against the
+file by ``tests/test_data.py``): ``YEAR = All`` pools them without re-weighting."""
 FIRST_DATA_LINE = 2
 """The file's line number of the first data row (line 1 is the header)."""
 _RESTORE = "Restore the file from git (see data/README.md)."
