@@ -127,6 +127,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     )
     numbers["n_households"] = f"{round(float(first.moments['n_data'].sum())):,}"
     numbers["n_starts"] = str(int(settings["n_starts"]))
+    numbers["multistart"] = int(settings["n_starts"]) > 1
     numbers["n_halton"] = str(halton_points(int(settings["n_starts"])))
     numbers["bounds"] = joined(
         [
