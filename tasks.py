@@ -455,12 +455,12 @@ def task_estimation_report(
     )
 
 
-ROBUSTNESS_DESCRIPTIONS = {check.name: check.description for check in ROBUSTNESS}
+ROBUSTNESS_SPECS = {check.name: asdict(check) for check in ROBUSTNESS}
 
 
-@task(kwargs={"descriptions_json": _hashed(ROBUSTNESS_DESCRIPTIONS)})
+@task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
 def task_robustness_table(
-    descriptions_json: str,
+    specs_json: str,
     estimation_marker: Path = ESTIMATION_MARKER,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     analysis_sources: list[Path] = source_files(ROBUSTNESS_TABLE_SOURCES),
@@ -471,13 +471,13 @@ def task_robustness_table(
     from project.estimation.products import load_estimation
     from project.provenance import product_provenance
 
-    descriptions = json.loads(descriptions_json)
+    specs = json.loads(specs_json)
     write_robustness_table(
         baseline=load_estimation(estimation_marker.parent),
         checks={name: load_estimation(m.parent) for name, m in robustness_markers.items()},
-        descriptions=descriptions,
+        specs=specs,
         paths=produces,
-        provenance=product_provenance(config=descriptions),
+        provenance=product_provenance(config=specs),
     )
 
 
@@ -620,7 +620,7 @@ def task_welfare_table(
 @task(
     kwargs={
         "female_share": _hashed(DATA.female_share),
-        "robustness_json": _hashed(ROBUSTNESS_DESCRIPTIONS),
+        "robustness_json": _hashed(ROBUSTNESS_SPECS),
     }
 )
 def task_paper_numbers(
@@ -644,7 +644,7 @@ def task_paper_numbers(
         solution_directories={v: m.parent for v, m in solution_markers.items()},
         estimation_directories={v: m.parent for v, m in estimation_markers.items()},
         robustness_directories={c: m.parent for c, m in robustness_markers.items()},
-        robustness_descriptions=json.loads(robustness_json),
+        robustness_specs=json.loads(robustness_json),
         calibration_directories={v: m.parent for v, m in calibration_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         results=results,

@@ -15,9 +15,11 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import pytest
+from scipy.stats import chi2
 
 from project.analysis.robustness import (
     AT_BOUND,
+    c_test,
     robustness_estimates_sentence,
     robustness_table,
     table_formats,
@@ -32,7 +34,18 @@ from project.models.lifecycle import DEFAULT_PARAMS
 SPECIFICATION = {"name": "baseline", "model": "m", "params": {"crra": 2.0, "beta": 0.96, "r": 0.03}}
 
 
-def saved(crra: float, beta: float, *, at_bound: bool = False, p: float = 0.2) -> SavedEstimation:
+MOMENTS = tuple(f"log_wealth_income_{a}_{a + 4}" for a in (51, 56, 61, 66, 71))
+
+
+def saved(
+    crra: float,
+    beta: float,
+    *,
+    at_bound: bool = False,
+    j: float = 4.5,
+    p: float = 0.2,
+    moments: tuple[str, ...] = MOMENTS,
+) -> SavedEstimation:
     """Return an estimate of (crra, beta) with intervals of +-0.05 and +-0.01."""
     estimates = pd.DataFrame(
         {
@@ -44,11 +57,23 @@ def saved(crra: float, beta: float, *, at_bound: bool = False, p: float = 0.2) -
             "at_bound": [at_bound, False],
         }
     )
-    summary = {"j_statistic": 4.5, "j_dof": 3, "j_p_value": p, "warnings": []}
-    return SavedEstimation(estimates=estimates, moments=pd.DataFrame(), summary=summary)
+    summary = {"j_statistic": j, "j_dof": len(moments) - 2, "j_p_value": p, "warnings": []}
+    return SavedEstimation(
+        estimates=estimates, moments=pd.DataFrame({"moment": list(moments)}), summary=summary
+    )
 
 
-DESCRIPTIONS = {"income": "Income persistence 0.95", "shocks": "Taste-shock scale 0.05"}
+SPECS = {
+    "income": {"description": "Income persistence 0.95", "params": {"income_rho": 0.95}},
+    "shocks": {"description": "Taste-shock scale 0.05", "params": {"taste_shock_scale": 0.05}},
+    "ages": {"description": "Ages 51-70 only", "params": {}, "age_groups": [[50, 55]]},
+}
+BASELINE = saved(0.84, 0.9745, j=5.26, p=0.154)
+CHECKS = {
+    "income": saved(0.91, 0.9712, j=3.21, p=0.361),
+    "shocks": saved(0.8, 0.9, j=5.66, p=0.129),
+    "ages": saved(0.73, 0.9751, j=0.02, p=0.99, moments=MOMENTS[:4]),
+}
 
 
 def test_a_check_changes_its_params_and_name_and_nothing_else():
@@ -98,65 +123,73 @@ def test_no_check_changes_an_estimated_preference():
 
 
 def _printed_cells(baseline, checks):
-    table = robustness_table(baseline=baseline, checks=checks, descriptions=DESCRIPTIONS)
+    table = robustness_table(baseline=baseline, checks=checks, specs=SPECS)
     return format_cells(table=table, formats=table_formats(["crra", "beta"]))
 
 
 def test_every_figure_of_the_sentence_is_a_cell_of_the_table():
-    baseline, checks = (
-        saved(0.84, 0.9745),
-        {"income": saved(0.91, 0.9712), "shocks": saved(0.8, 0.9)},
-    )
-    sentence = robustness_estimates_sentence(
-        baseline=baseline, checks=checks, descriptions=DESCRIPTIONS
-    )
-    cells = {str(c) for c in _printed_cells(baseline, checks).to_numpy().ravel()}
+    sentence = robustness_estimates_sentence(baseline=BASELINE, checks=CHECKS, specs=SPECS)
+    cells = {str(c).lstrip("< ") for c in _printed_cells(BASELINE, CHECKS).to_numpy().ravel()}
     figures = [f for f in re.findall(r"\d+\.\d+", sentence) if f not in {"0.95", "0.05"}]
-    assert figures and set(figures) <= cells, (figures, cells)
-    assert "0.800 (taste-shock scale 0.05) and 0.910 (income persistence 0.95)" in sentence
+    assert len(figures) >= 10 and set(figures) <= cells, (figures, cells)
+    assert "γ lies between 0.730 (ages 51-70 only) and 0.910 (income persistence 0.95)" in sentence
     assert "against 0.840 in the baseline" in sentence
+    assert "it does not test it" in sentence
 
 
-def test_an_estimate_outside_the_baselines_interval_is_named():
-    baseline = saved(0.84, 0.9745)
-    checks = {"income": saved(0.86, 0.9750), "shocks": saved(0.95, 0.9750)}
-    sentence = robustness_estimates_sentence(
-        baseline=baseline, checks=checks, descriptions=DESCRIPTIONS
-    )
+def test_a_check_that_leaves_moments_out_gets_hansens_c_test():
+    test = c_test(baseline=BASELINE, check=CHECKS["ages"], spec=SPECS["ages"])
+    p = chi2.sf(5.24, 1)
+    assert test == (pytest.approx(5.24), 1, f"{p:.3f}")
+    sentence = robustness_estimates_sentence(baseline=BASELINE, checks=CHECKS, specs=SPECS)
     assert (
-        "The estimate of γ lies outside the baseline's 95 % confidence interval under 1 of the 2 "
-        "checks (taste-shock scale 0.05)."
+        "Leaving out the moment of ages 71\u201375 lowers J from 5.26 to 0.02; the difference, "
+        f"C = 5.24 with 1 degree of freedom, tests whether the moments left out agree with the "
+        f"others: p = {p:.3f}, so at the 5 % level they do not."
     ) in sentence
-    assert "Every check's estimate lies within the baseline's 95 % confidence interval of β." in (
-        sentence
+    table = robustness_table(baseline=BASELINE, checks=CHECKS, specs=SPECS).set_index(
+        "Specification"
     )
+    assert table.loc["Ages 51-70 only", "p (C)"] == f"{p:.3f}"
+    assert table.loc["Income persistence 0.95", "p (C)"] == ""  # its model differs: no C test
 
 
-def test_a_baseline_at_a_bound_has_no_interval_to_compare_with():
+def test_no_c_test_where_the_check_also_changes_params():
+    spec = {"description": "d", "params": {"r": 0.02}, "age_groups": [[50, 55]]}
+    assert c_test(baseline=BASELINE, check=CHECKS["ages"], spec=spec) is None
+    assert c_test(baseline=BASELINE, check=CHECKS["income"], spec=SPECS["ages"]) is None
+
+
+def test_the_j_sentence_compares_p_values_not_statistics():
+    sentence = robustness_estimates_sentence(baseline=BASELINE, checks=CHECKS, specs=SPECS)
+    assert (
+        "The J-test's p-value lies between 0.129 (taste-shock scale 0.05) and 0.990 (ages 51-70 "
+        "only), against 0.154 in the baseline; it rejects the model at the 5 % level under none "
+        "of the checks."
+    ) in sentence
+
+
+def test_a_baseline_at_a_bound_prints_no_standard_error():
+    checks = {"income": saved(0.5, 0.97, p=0.01)}
     sentence = robustness_estimates_sentence(
-        baseline=saved(0.3, 0.97, at_bound=True),
-        checks={"income": saved(0.5, 0.97, p=0.01)},
-        descriptions=DESCRIPTIONS,
+        baseline=saved(0.3, 0.97, at_bound=True), checks=checks, specs=SPECS
     )
-    assert "estimate of γ lies at a bound of its search interval" in sentence
-    assert "outside" not in sentence
+    assert "γ is 0.500 under the check (income persistence 0.95)" in sentence
     assert "rejects the model at the 5 % level under every check" in sentence
-    table = robustness_table(
-        baseline=saved(0.3, 0.97, at_bound=True), checks={}, descriptions=DESCRIPTIONS
-    )
+    table = robustness_table(baseline=saved(0.3, 0.97, at_bound=True), checks={}, specs=SPECS)
     assert table.loc[0, "γ s.e."] == AT_BOUND
 
 
 def test_the_table_is_written_in_three_formats(tmp_path):
     paths = {s: tmp_path / f"robustness.{s}" for s in ("tex", "typ", "md")}
     write_robustness_table(
-        baseline=saved(0.84, 0.9745),
-        checks={"income": saved(0.91, 0.9712)},
-        descriptions=DESCRIPTIONS,
+        baseline=BASELINE,
+        checks={"income": CHECKS["income"]},
+        specs=SPECS,
         paths=paths,
     )
     markdown = paths["md"].read_text()
-    assert "| Income persistence 0.95 | 0.910 | 0.025 | 0.9712 | 0.0050 | 4.50 | 3 | 0.200 |" in (
+    assert "| Income persistence 0.95 | 0.910 | 0.025 | 0.9712 | 0.0050 | 3.21 | 3 | 0.361 |" in (
         markdown
     )
     assert "<tab:robustness>" in paths["typ"].read_text()
