@@ -89,6 +89,7 @@ from project.task_sources import (
     PERSIST_SOURCES,
     PIPELINE_SOURCE,
     ROBUSTNESS_TABLE_SOURCES,
+    ROBUSTNESS_WELFARE_SOURCES,
     SIMULATION_SOURCES,
     SOLVE_SOURCES,
     TABLE_SOURCES,
@@ -424,6 +425,7 @@ CALIBRATION_MARKERS = {
 RESULTS = {
     "validation": BLD / "results" / "validation.json",
     "welfare": BLD / "results" / "welfare.json",
+    "robustness_welfare": BLD / "results" / "robustness_welfare.json",
 }
 ESTIMATION_REPORT_PRODUCTS = {
     **{f"estimates_{k}": p for k, p in _table_paths("estimates").items()},
@@ -456,6 +458,34 @@ def task_estimation_report(
 
 
 ROBUSTNESS_SPECS = {check.name: asdict(check) for check in ROBUSTNESS}
+WELFARE_SPECIFICATIONS = {v: p for v, p in SPECIFICATIONS.items() if v != GRID_CHECK}
+"""The status quo's and the counterfactual's specifications (not the grid-search check's)."""
+
+
+@task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
+def task_robustness_welfare(
+    specs_json: str,
+    specification_files: dict[str, Path] = WELFARE_SPECIFICATIONS,
+    robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
+    bundle_marker: Path = BUNDLE_MARKERS[DEFAULT_VARIANT],
+    calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
+    sources: list[Path] = source_files(ROBUSTNESS_WELFARE_SOURCES),
+    produces: Path = RESULTS["robustness_welfare"],
+) -> None:
+    """Measure the pension cut's λ at each robustness check's estimates and assumptions."""
+    from project.analysis.robustness_welfare import write_robustness_welfare
+    from project.calibration import load_calibration
+    from project.estimation.products import load_estimation
+    from project.pipeline import read_specification
+
+    write_robustness_welfare(
+        specifications={v: read_specification(p) for v, p in specification_files.items()},
+        checks={name: load_estimation(m.parent) for name, m in robustness_markers.items()},
+        specs=json.loads(specs_json),
+        bundle_directory=bundle_marker.parent,
+        weights=load_calibration(calibration_marker.parent).weights,
+        path=produces,
+    )
 
 
 @task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
@@ -463,11 +493,12 @@ def task_robustness_table(
     specs_json: str,
     estimation_marker: Path = ESTIMATION_MARKER,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
+    results: dict[str, Path] = RESULTS,
     analysis_sources: list[Path] = source_files(ROBUSTNESS_TABLE_SOURCES),
     produces: dict[str, Path] = _table_paths("robustness"),
 ) -> None:
-    """Tabulate the estimates of every robustness check beside the status quo's."""
-    from project.analysis.robustness import write_robustness_table
+    """Tabulate the estimates and λ of every robustness check beside the status quo's."""
+    from project.analysis.robustness import read_welfare, write_robustness_table
     from project.estimation.products import load_estimation
     from project.provenance import product_provenance
 
@@ -476,6 +507,7 @@ def task_robustness_table(
         baseline=load_estimation(estimation_marker.parent),
         checks={name: load_estimation(m.parent) for name, m in robustness_markers.items()},
         specs=specs,
+        welfare=read_welfare(results),
         paths=produces,
         provenance=product_provenance(config=specs),
     )
@@ -678,6 +710,7 @@ CATALOGUE = {
     "tables/*": "A table of the paper (LaTeX, Typst and Markdown).",
     "results/validation.json": "The solution method's measured accuracy.",
     "results/welfare.json": "The pension cut's consumption-equivalent welfare effect.",
+    "results/robustness_welfare.json": "The pension cut's λ under each robustness check.",
     "paper/numbers.json": "Every number and result sentence of the paper.",
     "paper/paper.pdf": "The paper.",
 }

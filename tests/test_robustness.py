@@ -19,12 +19,15 @@ from scipy.stats import chi2
 
 from project.analysis.robustness import (
     AT_BOUND,
+    LAMBDA,
+    Welfare,
     c_test,
     robustness_estimates_sentence,
     robustness_table,
     table_formats,
     write_robustness_table,
 )
+from project.analysis.robustness_welfare import check_params
 from project.analysis.table_output import format_cells
 from project.config import ESTIMATION, ROBUSTNESS, EstimationSettings
 from project.estimation.products import SavedEstimation
@@ -194,3 +197,27 @@ def test_the_table_is_written_in_three_formats(tmp_path):
     )
     assert "<tab:robustness>" in paths["typ"].read_text()
     assert r"\label{tab:robustness}" in paths["tex"].read_text()
+
+
+def test_lambda_under_each_check_is_a_column_and_a_sentence():
+    welfare = Welfare(
+        baseline=-0.0465, checks={"income": -0.0458, "shocks": -0.0468, "ages": -0.0488}
+    )
+    table = robustness_table(baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare)
+    assert list(table[LAMBDA]) == pytest.approx([-4.65, -4.58, -4.68, -4.88])
+    sentence = robustness_estimates_sentence(
+        baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare
+    )
+    assert (
+        "the pension cut's λ lies between −4.88 % (ages 51-70 only) and −4.58 % (income "
+        "persistence 0.95), against −4.65 % in the baseline."
+    ) in sentence
+
+
+def test_a_checks_welfare_solves_at_its_estimates_and_assumptions():
+    params = {"crra": 2.0, "beta": 0.96, "pension": 0.3, "income_rho": 0.9}
+    out = check_params(params=params, check=SPECS["income"], estimates={"crra": 0.9, "beta": 0.97})
+    assert out == {"crra": 0.9, "beta": 0.97, "pension": 0.3, "income_rho": 0.95}
+    assert params["income_rho"] == 0.9  # the variant's params are untouched
+    ages = check_params(params=params, check=SPECS["ages"], estimates={"crra": 0.7})
+    assert ages == params | {"crra": 0.7}

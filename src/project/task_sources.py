@@ -81,7 +81,7 @@ ESTIMATION_REPORT_SOURCES = [
     *ANALYSIS_BASE,
 ]
 ROBUSTNESS_TABLE_SOURCES = [
-    *_files("analysis/robustness.py", "estimation/inference.py"),
+    *_files("analysis/robustness.py", "estimation/inference.py", "persist/manifest.py"),
     *TABLE_OUTPUT,
     *ANALYSIS_BASE,
 ]
@@ -102,6 +102,8 @@ WELFARE_SOURCES = [
     *SIMULATION_SOURCES,
     *SOLVE_SOURCES,
 ]
+ROBUSTNESS_WELFARE_SOURCES = [*_files("analysis/robustness_welfare.py"), *WELFARE_SOURCES]
+"""What the pension cut's λ under each robustness check runs (it solves both variants)."""
 WELFARE_TABLE_SOURCES = [
     *_files("analysis/welfare_table.py", "analysis/welfare_text.py", "estimation/inference.py"),
     *TABLE_OUTPUT,

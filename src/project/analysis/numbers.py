@@ -27,7 +27,7 @@ from project.analysis.notation import (
     symbol,
     variant_name,
 )
-from project.analysis.robustness import robustness_estimates_sentence
+from project.analysis.robustness import Welfare, read_welfare, robustness_estimates_sentence
 from project.analysis.style import method_name
 from project.analysis.tables import (
     ALL_TYPES,
@@ -304,6 +304,7 @@ def paper_numbers(
     estimates: Mapping[str, SavedEstimation],
     robustness: Mapping[str, SavedEstimation],
     robustness_specs: Mapping[str, Mapping[str, Any]],
+    robustness_welfare: Welfare | None,
     calibration_summaries: Mapping[str, Mapping[str, Any]],
     calibration_tables: Mapping[str, pd.DataFrame],
     panels: Mapping[str, pd.DataFrame],
@@ -359,6 +360,7 @@ def paper_numbers(
                 baseline=estimates[next(iter(estimates))],
                 checks=robustness,
                 specs=robustness_specs,
+                welfare=robustness_welfare,
             ),
         },
     }
@@ -424,6 +426,7 @@ def write_paper_numbers(
         estimates={v: load_estimation(d) for v, d in estimation_directories.items()},
         robustness={c: load_estimation(d) for c, d in robustness_directories.items()},
         robustness_specs=robustness_specs,
+        robustness_welfare=read_welfare(results) if robustness_directories else None,
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
         calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},

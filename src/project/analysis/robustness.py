@@ -8,13 +8,15 @@ degrees of freedom and p-value and, for a check that only leaves moments out, Ha
 of those moments (the difference of the two J-statistics, chi-square with as many degrees of
 freedom as moments left out, under the same diagonal efficient weighting).
 ``robustness_estimates_sentence`` says, in figures the table prints, how far the checks move
-the estimates and what the tests find; ``write_robustness_table`` writes the table as LaTeX,
-Typst and Markdown.
+the estimates and what the tests find, and, given ``Welfare``, the pension cut's λ at each
+check's estimates (``project.analysis.robustness_welfare``); ``write_robustness_table`` writes
+the table as LaTeX, Typst and Markdown.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,15 @@ from project.analysis.notation import age_label, joined, number, printed_decimal
 from project.analysis.table_output import write_table_files
 from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation
+from project.persist.manifest import read_json_object
 
 SPECIFICATION = "Specification"
 BASELINE_LABEL = "Baseline (as estimated)"
 AT_BOUND = "at a bound"
 P_FLOOR = 0.001
 J_DECIMALS = 2
+LAMBDA = "λ (%)"
+LAMBDA_DECIMALS = 2
 CAPTION = (
     "Robustness of the estimates: the preferences estimated again with one assumption changed "
     "at a time, each by a local search from the baseline's estimates, on the same SCF moments "
@@ -38,7 +43,9 @@ CAPTION = (
     "simulation noise; J is the test of the over-identifying restrictions with df degrees of "
     "freedom (moments less estimated parameters) and p its p-value; C, for a check that only "
     "leaves moments out, is Hansen's test of those moments (the baseline's J less the check's, "
-    "chi-square with as many degrees of freedom as moments left out) and p (C) its p-value."
+    "chi-square with as many degrees of freedom as moments left out) and p (C) its p-value; "
+    "λ is the pension cut's consumption equivalent with both variants solved at the row's "
+    "estimates and assumptions (the baseline's from the stored solutions, the checks' in float64)."
 )
 
 
@@ -51,26 +58,57 @@ def robustness_table(
     baseline: SavedEstimation,
     checks: Mapping[str, SavedEstimation],
     specs: Mapping[str, Mapping[str, Any]],
+    welfare: Welfare | None = None,
 ) -> pd.DataFrame:
-    """Return one row per specification: estimates, standard errors, the J- and C-tests.
+    """Return one row per specification: estimates, standard errors, the J- and C-tests, λ.
 
     A standard error at a bound is the text "at a bound"; ``table_formats`` gives each
-    numeric column's printed decimals, which the paper's sentence prints too.
+    numeric column's printed decimals, which the paper's sentence prints too. ``welfare``
+    adds the pension cut's λ (in percent) of the baseline and of every check.
     """
     rows = [_row(BASELINE_LABEL, baseline) | {"C": None, "p (C)": ""}]
     for name, saved in checks.items():
         test = c_test(baseline=baseline, check=saved, spec=specs[name])
         cells = {"C": None, "p (C)": ""} if test is None else {"C": test[0], "p (C)": test[2]}
         rows.append(_row(specs[name]["description"], saved) | cells)
-    return pd.DataFrame(rows)
+    table = pd.DataFrame(rows)
+    if welfare is not None:
+        table[LAMBDA] = [100 * welfare.baseline] + [100 * welfare.checks[n] for n in checks]
+    return table
 
 
-def table_formats(params: Sequence[str]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Welfare:
+    """The pension cut's λ (a share) at the baseline's estimates and at each check's."""
+
+    baseline: float
+    checks: Mapping[str, float]
+
+
+def table_formats(params: Sequence[str], *, welfare: bool = False) -> dict[str, str]:
     """Return the number format of each numeric column of the table for ``params``."""
-    formats = {"J": f"{{:.{J_DECIMALS}f}}", "C": f"{{:.{J_DECIMALS}f}}"}
+    formats = {
+        "J": f"{{:.{J_DECIMALS}f}}",
+        "C": f"{{:.{J_DECIMALS}f}}",
+    }
+    if welfare:
+        formats[LAMBDA] = f"{{:.{LAMBDA_DECIMALS}f}}"
     for param in params:
         formats[symbol(param)] = f"{{:.{printed_decimals(param)}f}}"
     return formats
+
+
+def read_welfare(results: Mapping[str, Path]) -> Welfare:
+    """Return the headline λ (``results["welfare"]``) and each check's (``robustness_welfare``)."""
+    hint = "Run pytask to rebuild it."
+    headline = read_json_object(results["welfare"], kind="welfare", hint=hint, required=("lambda",))
+    checks = read_json_object(
+        results["robustness_welfare"], kind="robustness welfare", hint=hint, required=()
+    )
+    return Welfare(
+        baseline=float(headline["lambda"]),
+        checks={name: float(value["lambda"]) for name, value in checks.items()},
+    )
 
 
 def c_test(
@@ -113,12 +151,13 @@ def robustness_estimates_sentence(
     baseline: SavedEstimation,
     checks: Mapping[str, SavedEstimation],
     specs: Mapping[str, Mapping[str, Any]],
+    welfare: Welfare | None = None,
 ) -> str:
-    """Return the paragraph on the checks' estimates and tests, every figure as printed."""
+    """Return the paragraph on the checks' estimates, tests and λ, every figure as printed."""
     if not checks:
         return ""
     descriptions = {name: spec["description"] for name, spec in specs.items()}
-    table = robustness_table(baseline=baseline, checks=checks, specs=specs)
+    table = robustness_table(baseline=baseline, checks=checks, specs=specs, welfare=welfare)
     clauses = []
     for param in baseline.estimates["param"]:
         column = table[symbol(param)]
@@ -135,6 +174,12 @@ def robustness_estimates_sentence(
         *_c_sentences(baseline=baseline, checks=checks, specs=specs),
         _j_sentence(baseline, checks, descriptions),
     ]
+    if welfare is not None:
+        found = dict(zip(checks, table[LAMBDA].iloc[1:].astype(float), strict=True))
+        clause = _range_clause(
+            "λ", found, descriptions, LAMBDA_DECIMALS, base=table[LAMBDA].iloc[0], unit=" %"
+        )
+        sentences.append(f"At each check's estimates, the pension cut's {clause}.")
     return " ".join(sentences)
 
 
@@ -145,9 +190,10 @@ def _range_clause(
     decimals: int,
     *,
     base: float,
+    unit: str = "",
 ) -> str:
     """Return "<name> lies between a (check) and b (check), against c in the baseline"."""
-    printed = {n: number(v, decimals=decimals) for n, v in values.items()}
+    printed = {n: number(v, decimals=decimals) + unit for n, v in values.items()}
     low, high = min(values, key=values.get), max(values, key=values.get)
     if printed[low] == printed[high]:
         where = "the check" if len(values) == 1 else "every check"
@@ -158,7 +204,7 @@ def _range_clause(
             f"{name} lies between {printed[low]} ({_lower_first(descriptions[low])}) and "
             f"{printed[high]} ({_lower_first(descriptions[high])})"
         )
-    return f"{found}, against {number(base, decimals=decimals)} in the baseline"
+    return f"{found}, against {number(base, decimals=decimals)}{unit} in the baseline"
 
 
 def _c_sentences(
@@ -238,13 +284,14 @@ def write_robustness_table(
     checks: Mapping[str, SavedEstimation],
     specs: Mapping[str, Mapping[str, Any]],
     paths: Mapping[str, Path],
+    welfare: Welfare | None = None,
     provenance: Mapping[str, str] | None = None,
 ) -> Sequence[Path]:
     """Write the robustness table (``paths``: "tex", "typ", "md"; label ``tab:robustness``)."""
     return write_table_files(
-        table=robustness_table(baseline=baseline, checks=checks, specs=specs),
+        table=robustness_table(baseline=baseline, checks=checks, specs=specs, welfare=welfare),
         paths=paths,
-        formats=table_formats(list(baseline.estimates["param"])),
+        formats=table_formats(list(baseline.estimates["param"]), welfare=welfare is not None),
         caption=CAPTION,
         label="tab:robustness",
         font_size="footnotesize",
