@@ -140,16 +140,27 @@ def test_every_figure_of_the_sentence_is_a_cell_of_the_table():
     assert "it does not test it" in sentence
 
 
+def test_checks_that_tie_at_an_extreme_are_all_named():
+    checks = {
+        "income": saved(0.91, 0.97514),
+        "shocks": saved(0.8, 0.9),
+        "ages": saved(0.7, 0.97507),
+    }
+    sentence = robustness_estimates_sentence(baseline=BASELINE, checks=checks, specs=SPECS)
+    assert "and 0.9751 (income persistence 0.95; ages 51-70 only)" in sentence
+
+
 def test_a_check_that_leaves_moments_out_gets_hansens_c_test():
     test = c_test(baseline=BASELINE, check=CHECKS["ages"], spec=SPECS["ages"])
     p = chi2.sf(5.24, 1)
     assert test == (pytest.approx(5.24), 1, f"{p:.3f}")
     sentence = robustness_estimates_sentence(baseline=BASELINE, checks=CHECKS, specs=SPECS)
     assert (
-        "Leaving out the moment of ages 71\u201375 lowers J from 5.26 to 0.02; the difference, "
-        f"C = 5.24 with 1 degree of freedom, tests whether the moments left out agree with the "
-        f"others: p = {p:.3f}, so at the 5 % level they do not."
+        "Leaving out the moment of ages 71\u201375 lowers J from 5.26 to 0.02 (p = 0.990); the "
+        f"difference, C = 5.24 with 1 degree of freedom (p = {p:.3f}), rejects at the 5 % level "
+        "that the moment of ages 71\u201375 agrees with the others."
     ) in sentence
+    assert "so the test over-rejects" in sentence
     table = robustness_table(baseline=BASELINE, checks=CHECKS, specs=SPECS).set_index(
         "Specification"
     )
@@ -201,7 +212,9 @@ def test_the_table_is_written_in_three_formats(tmp_path):
 
 def test_lambda_under_each_check_is_a_column_and_a_sentence():
     welfare = Welfare(
-        baseline=-0.0465, checks={"income": -0.0458, "shocks": -0.0468, "ages": -0.0488}
+        baseline=-0.0465,
+        checks={"income": -0.0458, "shocks": -0.0468, "ages": -0.0488},
+        interval="[−4.89 %, −4.41 %]",
     )
     table = robustness_table(baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare)
     assert list(table[LAMBDA]) == pytest.approx([-4.65, -4.58, -4.68, -4.88])
@@ -210,7 +223,8 @@ def test_lambda_under_each_check_is_a_column_and_a_sentence():
     )
     assert (
         "the pension cut's λ lies between −4.88 % (ages 51-70 only) and −4.58 % (income "
-        "persistence 0.95), against −4.65 % in the baseline."
+        "persistence 0.95), against −4.65 % in the baseline, whose 95 % interval over the "
+        "estimates' uncertainty is [−4.89 %, −4.41 %]."
     ) in sentence
 
 

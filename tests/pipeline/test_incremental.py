@@ -252,15 +252,15 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     assert sorted(p.name for p in (bld / "robustness").iterdir()) == sorted(SMOKE_ROBUSTNESS)
     robustness = (bld / "tables/robustness.md").read_text()
     welfare = json.loads((bld / "results/robustness_welfare.json").read_text())
-    assert sorted(welfare) == sorted(SMOKE_ROBUSTNESS)
+    assert sorted(welfare["checks"]) == sorted(SMOKE_ROBUSTNESS)
     for name in SMOKE_ROBUSTNESS:
         summary = json.loads((bld / "robustness" / name / "estimation/summary.json").read_text())
         assert summary["variant"] == f"robustness_{name}"
         assert summary["settings"]["n_starts"] == 1 and summary["profiles"] == {}
         beta = pd.read_feather(bld / "robustness" / name / "estimation/estimates.arrow")
         assert f"| {beta['estimate'].iloc[0]:.4f} |" in robustness
-        assert welfare[name]["estimates"] == {"beta": float(beta["estimate"].iloc[0])}
-        assert f"| {100 * welfare[name]['lambda']:.2f} |" in robustness
+        assert welfare["checks"][name]["estimates"] == {"beta": float(beta["estimate"].iloc[0])}
+        assert f"| {100 * welfare['checks'][name]['lambda']:.2f} |" in robustness
     log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log

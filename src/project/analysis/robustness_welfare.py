@@ -48,31 +48,35 @@ def robustness_lambdas(
     base: str,
     counterfactual: str,
 ) -> dict[str, dict[str, Any]]:
-    """Return each check's λ overall (``lambda``) and by type (``lambda_by_type``)."""
-    out = {}
+    """Return λ (``lambda``, ``lambda_by_type``) of the status quo and of every check.
+
+    ``status_quo``: at the status quo's estimates (recomputed as the checks are, in float64);
+    ``checks``: one entry per check.
+    """
+    specification = specifications[base]
+
+    def measured(check: Mapping[str, Any], estimates: Mapping[str, float]) -> dict[str, Any]:
+        lambdas = lambdas_at(
+            model=model,
+            base_params=check_params(
+                params=specification["params"], check=check, estimates=estimates
+            ),
+            counterfactual_params=check_params(
+                params=specifications[counterfactual]["params"], check=check, estimates=estimates
+            ),
+            states=states,
+            weights=weights,
+        )
+        return {"lambda": lambdas.pop("all"), "lambda_by_type": lambdas, "estimates": estimates}
+
     with precision(x64=True):
-        specification = specifications[base]
         model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-        for name, saved in checks.items():
-            lambdas = lambdas_at(
-                model=model,
-                base_params=check_params(
-                    params=specification["params"], check=specs[name], estimates=saved.params
-                ),
-                counterfactual_params=check_params(
-                    params=specifications[counterfactual]["params"],
-                    check=specs[name],
-                    estimates=saved.params,
-                ),
-                states=states,
-                weights=weights,
-            )
-            out[name] = {
-                "lambda": lambdas.pop("all"),
-                "lambda_by_type": lambdas,
-                "estimates": saved.params,
-            }
-    return out
+        estimated = {name: specification["params"][name] for name in specification["estimated"]}
+        status_quo = measured({}, {n: float(v) for n, v in estimated.items()})
+        return {
+            "status_quo": status_quo,
+            "checks": {name: measured(specs[name], saved.params) for name, saved in checks.items()},
+        }
 
 
 def write_robustness_welfare(
@@ -86,7 +90,7 @@ def write_robustness_welfare(
     base: str = "baseline",
     counterfactual: str = "low_pension",
 ) -> dict[str, Any]:
-    """Write ``{check: {lambda, lambda_by_type, estimates}}`` to ``path`` (JSON); return it."""
+    """Write ``{status_quo, checks: {check: {lambda, lambda_by_type, estimates}}}`` (JSON)."""
     started = time.perf_counter()
     states = initial_states(load_table(Path(bundle_directory)))
     content = robustness_lambdas(
@@ -101,6 +105,8 @@ def write_robustness_welfare(
     text = json.dumps(content, indent=2, sort_keys=True) + "\n"
     write_bytes_atomically(Path(path), text.encode())
     logger.info(
-        "Welfare under %d robustness checks in %.1f s.", len(content), time.perf_counter() - started
+        "Welfare under %d robustness checks in %.1f s.",
+        len(content["checks"]),
+        time.perf_counter() - started,
     )
     return content
