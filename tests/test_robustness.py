@@ -235,3 +235,11 @@ def test_a_checks_welfare_solves_at_its_estimates_and_assumptions():
     assert params["income_rho"] == 0.9  # the variant's params are untouched
     ages = check_params(params=params, check=SPECS["ages"], estimates={"crra": 0.7})
     assert ages == params | {"crra": 0.7}
+
+
+def test_without_an_interval_the_lambda_sentence_gives_none():
+    welfare = Welfare(baseline=-0.02, checks={"income": -0.03})
+    sentence = robustness_estimates_sentence(
+        baseline=BASELINE, checks={"income": CHECKS["income"]}, specs=SPECS, welfare=welfare
+    )
+    assert sentence.endswith("against −2.00 % in the baseline.")

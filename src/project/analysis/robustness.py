@@ -83,8 +83,9 @@ class Welfare:
 
     baseline: float
     checks: Mapping[str, float]
-    interval: str
-    """The baseline's 95 % interval as the welfare table prints it (``lambda_ci``)."""
+    interval: str | None = None
+    """The baseline's 95 % interval as the welfare table prints it (``lambda_ci``); none where
+    an estimate lies at a bound (the welfare measure then has no standard error)."""
 
 
 def table_formats(params: Sequence[str], *, welfare: bool = False) -> dict[str, str]:
@@ -115,7 +116,7 @@ def read_welfare(results: Mapping[str, Path]) -> Welfare:
     return Welfare(
         baseline=float(robustness["status_quo"]["lambda"]),
         checks={name: float(value["lambda"]) for name, value in robustness["checks"].items()},
-        interval=str(headline["numbers"]["lambda_ci"]),
+        interval=headline["numbers"].get("lambda_ci"),
     )
 
 
@@ -186,10 +187,13 @@ def robustness_estimates_sentence(
         clause = _range_clause(
             "λ", found, descriptions, LAMBDA_DECIMALS, base=table[LAMBDA].iloc[0], unit=" %"
         )
-        sentences.append(
-            f"At each check's estimates, the pension cut's {clause}, whose {_percent(CONFIDENCE)} "
-            f"interval over the estimates' uncertainty is {welfare.interval}."
+        interval = (
+            ""
+            if welfare.interval is None
+            else f", whose {_percent(CONFIDENCE)} interval over the estimates' uncertainty is "
+            f"{welfare.interval}"
         )
+        sentences.append(f"At each check's estimates, the pension cut's {clause}{interval}.")
     return " ".join(sentences)
 
 
