@@ -27,6 +27,8 @@ from project.analysis.notation import (
     PARAMETERS,
     Notation,
     age_label,
+    p_relation,
+    p_value,
     parameter_label,
     printed_decimals,
     variant_name,
@@ -47,8 +49,6 @@ MOMENT_FIT_CAPTION = (
     "(Diff. s.e.: the data's and the simulation's noise), the t-statistic (the difference over "
     "its standard error) and the SCF households of the group (N)."
 )
-P_FLOOR = 0.001
-"""p-values below this print as "p < 0.001"."""
 
 
 def estimates_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
@@ -279,7 +279,7 @@ def write_estimation_report(
 
 
 def _p_value(p: float) -> str:
-    return f"p < {P_FLOOR:g}" if p < P_FLOOR else f"p = {p:.3f}"
+    return f"p {p_relation(p_value(p))}"
 
 
 def plot_estimation_fit(

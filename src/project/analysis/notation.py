@@ -136,6 +136,22 @@ def number(value: float, *, decimals: int) -> str:
     return text.replace("-", MINUS)
 
 
+AT_BOUND = "at a bound"
+"""Printed instead of the standard error of an estimate at a bound of its search interval."""
+P_FLOOR = 0.001
+"""p-values below this print as "< 0.001"."""
+
+
+def p_value(value: float) -> str:
+    """Return a p-value as printed: three decimals, or "< 0.001"."""
+    return f"< {P_FLOOR:g}" if value < P_FLOOR else number(value, decimals=3)
+
+
+def p_relation(printed: str) -> str:
+    """Return "p" + this as running text needs it: "= 0.154", or "< 0.001" as it is."""
+    return printed if printed.startswith("<") else f"= {printed}"
+
+
 def percent(value: float, *, decimals: int = 1) -> str:
     """Return the share ``value`` as a percentage ("12.5 %")."""
     return f"{number(100 * float(value), decimals=decimals)} %"

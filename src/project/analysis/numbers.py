@@ -20,8 +20,11 @@ import pandas as pd
 from project.analysis.calibration_text import calibration_targets_sentence
 from project.analysis.estimation import age_label
 from project.analysis.notation import (
+    AT_BOUND,
     joined,
     number,
+    p_relation,
+    p_value,
     percent,
     printed_decimals,
     symbol,
@@ -61,18 +64,12 @@ from project.pipeline import read_specification, solution_method
 from project.provenance import product_provenance
 
 RERUN = "Run pytask to rebuild it."
-AT_BOUND = "at a bound"
-"""Printed instead of the standard error of an estimate at a bound of its search interval."""
 RETIREMENT_AGE_DECIMALS = 1
 VARIANT_NAMES = {
     "baseline": "the baseline",
     "low_pension": "the low-pension variant",
     "baseline_grid": "the baseline solved by grid search",
 }
-
-
-def _p_value(value: float) -> str:
-    return "< 0.001" if value < 1e-3 else number(value, decimals=3)
 
 
 def model_numbers(
@@ -113,7 +110,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
             )
         summary = saved.summary
         own["j"] = number(summary["j_statistic"], decimals=2)
-        own["j_p"] = _p_value(summary["j_p_value"])
+        own["j_p"] = p_value(summary["j_p_value"])
         own["j_dof"] = str(int(summary["j_dof"]))
         numbers[variant] = own
         sentences.append(_estimation_sentence(variant, own, saved))
@@ -150,7 +147,7 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
         f"For {VARIANT_NAMES.get(variant, variant)}, {estimated}; the J-test {verdict} the "
         f"over-identifying restrictions at the {percent(1 - CONFIDENCE, decimals=0)} level "
         f"(J = {own['j']} with {own['j_dof']} degree{'' if own['j_dof'] == '1' else 's'} of "
-        f"freedom, p {_p_relation(own['j_p'])})."
+        f"freedom, p {p_relation(own['j_p'])})."
     )
     at_bound = saved.summary.get("params_at_bound", [])
     if at_bound:
@@ -160,10 +157,6 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
             "standard error or interval is valid; the table reports none."
         )
     return sentence
-
-
-def _p_relation(p_text: str) -> str:
-    return p_text if p_text.startswith("<") else f"= {p_text}"
 
 
 def retirement_ages(

@@ -23,7 +23,17 @@ from typing import Any
 import pandas as pd
 from scipy.stats import chi2
 
-from project.analysis.notation import age_label, joined, number, printed_decimals, symbol
+from project.analysis.notation import (
+    AT_BOUND,
+    age_label,
+    joined,
+    number,
+    p_relation,
+    p_value,
+    percent,
+    printed_decimals,
+    symbol,
+)
 from project.analysis.table_output import write_table_files
 from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation
@@ -31,8 +41,6 @@ from project.persist.manifest import read_json_object
 
 SPECIFICATION = "Specification"
 BASELINE_LABEL = "Baseline (as estimated)"
-AT_BOUND = "at a bound"
-P_FLOOR = 0.001
 J_DECIMALS = 2
 LAMBDA = "λ (%)"
 LAMBDA_DECIMALS = 2
@@ -69,7 +77,9 @@ def robustness_table(
     rows = [_row(BASELINE_LABEL, baseline) | {"C": None, "p (C)": ""}]
     for name, saved in checks.items():
         test = c_test(baseline=baseline, check=saved, spec=specs[name])
-        cells = {"C": None, "p (C)": ""} if test is None else {"C": test[0], "p (C)": test[2]}
+        cells = (
+            {"C": None, "p (C)": ""} if test is None else {"C": test[0], "p (C)": p_value(test[2])}
+        )
         rows.append(_row(specs[name]["description"], saved) | cells)
     table = pd.DataFrame(rows)
     if welfare is not None:
@@ -122,8 +132,8 @@ def read_welfare(results: Mapping[str, Path]) -> Welfare:
 
 def c_test(
     *, baseline: SavedEstimation, check: SavedEstimation, spec: Mapping[str, Any]
-) -> tuple[float, int, str] | None:
-    """Return Hansen's C test of the moments ``check`` leaves out: (C, df, printed p).
+) -> tuple[float, int, float] | None:
+    """Return Hansen's C test of the moments ``check`` leaves out: (C, df, p-value).
 
     None unless the check changes no param and its moments are a strict subset of the
     baseline's (the two J-statistics then weigh the common moments alike).
@@ -133,11 +143,7 @@ def c_test(
         return None
     statistic = float(baseline.summary["j_statistic"]) - float(check.summary["j_statistic"])
     dof = len(full - kept)
-    return statistic, dof, _printed_p(float(chi2.sf(max(statistic, 0.0), dof)))
-
-
-def _printed_p(p: float) -> str:
-    return f"< {P_FLOOR:g}" if p < P_FLOOR else number(p, decimals=3)
+    return statistic, dof, float(chi2.sf(max(statistic, 0.0), dof))
 
 
 def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
@@ -151,7 +157,7 @@ def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
     summary = saved.summary
     row["J"] = float(summary["j_statistic"])
     row["df"] = int(summary["j_dof"])
-    row["p"] = _printed_p(float(summary["j_p_value"]))
+    row["p"] = p_value(float(summary["j_p_value"]))
     return row
 
 
@@ -190,8 +196,8 @@ def robustness_estimates_sentence(
         interval = (
             ""
             if welfare.interval is None
-            else f", whose {_percent(CONFIDENCE)} interval over the estimates' uncertainty is "
-            f"{welfare.interval}"
+            else f", whose {percent(CONFIDENCE, decimals=0)} interval over the estimates' "
+            f"uncertainty is {welfare.interval}"
         )
         sentences.append(f"At each check's estimates, the pension cut's {clause}{interval}.")
     return " ".join(sentences)
@@ -233,7 +239,7 @@ def _c_sentences(
 ) -> list[str]:
     """Return one sentence per check that leaves moments out (its C test, as printed)."""
     sentences = []
-    level = _percent(1 - CONFIDENCE)
+    level = percent(1 - CONFIDENCE, decimals=0)
     for name, saved in checks.items():
         test = c_test(baseline=baseline, check=saved, spec=specs[name])
         if test is None:
@@ -243,15 +249,15 @@ def _c_sentences(
         ages = joined([age_label(m).replace("-", "\u2013") for m in left_out])
         plural = dof > 1
         moments = f"moment{'s' if plural else ''} of ages {ages}"
-        verdict = "rejects" if float(p.lstrip("< ")) < 1 - CONFIDENCE else "does not reject"
+        verdict = "rejects" if p < 1 - CONFIDENCE else "does not reject"
         sentences.append(
             f"Leaving out the {moments} lowers J from "
             f"{number(baseline.summary['j_statistic'], decimals=J_DECIMALS)} to "
             f"{number(saved.summary['j_statistic'], decimals=J_DECIMALS)} (p "
-            f"{_relation(_printed_p(float(saved.summary['j_p_value'])))}); the difference, C = "
+            f"{p_relation(p_value(float(saved.summary['j_p_value'])))}); the difference, C = "
             f"{number(statistic, decimals=J_DECIMALS)} with {dof} degree"
-            f"{'s' if plural else ''} of freedom (p {_relation(p)}), {verdict} at the {level} "
-            f"level that the {moments} agree{'' if plural else 's'} with the others."
+            f"{'s' if plural else ''} of freedom (p {p_relation(p_value(p))}), {verdict} at the "
+            f"{level} level that the {moments} agree{'' if plural else 's'} with the others."
         )
     if sentences:
         sentences.append(
@@ -271,10 +277,10 @@ def _j_sentence(
 ) -> str:
     """Return the J-tests' p-values under the checks and how many reject the model."""
     values = {name: float(saved.summary["j_p_value"]) for name, saved in checks.items()}
-    printed = {name: _printed_p(value) for name, value in values.items()}
+    printed = {name: p_value(value) for name, value in values.items()}
     low, high = min(values, key=values.get), max(values, key=values.get)
     rejected = [n for n, v in values.items() if v < 1 - CONFIDENCE]
-    level = _percent(1 - CONFIDENCE)
+    level = percent(1 - CONFIDENCE, decimals=0)
     verdict = (
         "under every check"
         if len(rejected) == len(values)
@@ -288,19 +294,11 @@ def _j_sentence(
         else f"lies between {printed[low]} ({_lower_first(descriptions[low])}) and "
         f"{printed[high]} ({_lower_first(descriptions[high])})"
     )
-    base = _printed_p(float(baseline.summary["j_p_value"]))
+    base = p_value(float(baseline.summary["j_p_value"]))
     return (
         f"The J-test's p-value {spread}, against {base} in the baseline; it rejects the model at "
         f"the {level} level {verdict}."
     )
-
-
-def _relation(p_text: str) -> str:
-    return p_text if p_text.startswith("<") else f"= {p_text}"
-
-
-def _percent(share: float) -> str:
-    return f"{round(100 * share)} %"
 
 
 def _lower_first(text: str) -> str:
