@@ -336,6 +336,34 @@ def test_folding_states_only_constraints_read_changes_nothing(x64):
             )
 
 
+def test_closed_form_inverses_give_the_iterated_solution(x64):
+    """IJRS states both inverses in closed form; without them, EGM iterates to the same V."""
+    from project.model import Model
+
+    given = ijrs.build_model(n_periods=T, n_savings=N_SAVINGS, taste_shocks=True)
+    assert {"inverse_utility", "inverse_marginal_utility"} <= set(given.functions)
+    iterated = Model(
+        name="ijrs_iterated",
+        states=given.states,
+        actions=given.actions,
+        functions={k: f for k, f in given.functions.items() if not k.startswith("inverse_")},
+        constraints=given.constraints,
+        n_periods=T,
+        post_decision_grid=given.post_decision_grid,
+        taste_shocks=True,
+    )
+    params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": 0.01}
+    one, other = solve(model=given, params=params), solve(model=iterated, params=params)
+    for period in range(T):
+        for lag in (0, 1):
+            states = {"lagged_retirement": np.full(WEALTH.shape, lag), "wealth": WEALTH}
+            np.testing.assert_allclose(
+                one.value(period=period, states=states),
+                other.value(period=period, states=states),
+                rtol=1e-12,
+            )
+
+
 def test_dcegm_and_the_grid_solver_agree_on_the_default_model(x64):
     """The pipeline's life-cycle model (ages 66-71, 3 income nodes), taste-shock scale 0.05.
 

@@ -68,6 +68,35 @@ def test_closed_form_inverse_gives_the_numerical_solution(x64):
         )
 
 
+def test_closed_form_inverse_utility_gives_the_numerical_solution(x64):
+    params = {"beta": BETA, "crra": 2.0, "interest_factor": R}
+    numerical = solve(model=cake_model(), params=params)
+    given = solve(
+        model=cake_model(
+            inverse_utility=lambda utility_level, crra: (
+                ((1 - crra) * utility_level) ** (1 / (1 - crra))
+            )
+        ),
+        params=params,
+    )
+    for field in ("wealth", "consumption", "value_equivalent", "equivalent_slope"):
+        np.testing.assert_allclose(
+            getattr(given.arrays, field), getattr(numerical.arrays, field), rtol=1e-12
+        )
+
+
+def test_wrong_inverse_utility_is_reported(x64):
+    model = cake_model(inverse_utility=lambda utility_level: -1 / utility_level)
+    with pytest.raises(ModelSpecificationError, match="inverse_utility does not invert"):
+        solve(model=model, params={"beta": BETA, "crra": 3.0, "interest_factor": R})
+
+
+def test_inverse_utility_of_the_state_leaves_egm(x64):
+    model = cake_model(inverse_utility=lambda utility_level, wealth: utility_level * wealth)
+    with pytest.raises(ModelSpecificationError, match="'inverse_utility' depends on 'wealth'"):
+        solve(model=model, params={"beta": BETA, "crra": 2.0, "interest_factor": R}, method="egm")
+
+
 def test_wrong_inverse_is_reported(x64):
     model = cake_model(inverse_marginal_utility=lambda marginal_utility: 1 / marginal_utility)
     with pytest.raises(ModelSpecificationError, match="inverse_marginal_utility disagrees"):

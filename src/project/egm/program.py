@@ -57,6 +57,9 @@ def build_program(
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
     """Return the jitted ``program(flat_params, savings) -> (arrays, report)``.
 
+    The arrays have axes (period, discrete states..., choice, node), the report one row per
+    period (``REPORT_COLUMNS``).
+
     ``window`` is how many neighbouring runs the upper envelope compares (DC-EGM only);
     ``kink_slots`` how many kinks each period's savings grid holds exactly (0: the savings grid
     as given; None: ``KINK_SLOTS``, read at the call). A grid of n points holds at most
@@ -91,8 +94,13 @@ def build_program(
         )
         steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
         _, (history, reports) = jax.lax.scan(step, (terminal, kinks), steps, reverse=True)
+        shape = (n_periods, *period.structure.discrete_shape)
         stacked = jax.tree.map(
-            lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
+            lambda earlier, final: jnp.concatenate([earlier, final[None]]).reshape(
+                *shape, *final.shape[1:]
+            ),
+            history,
+            terminal,
         )
         return stacked, jnp.concatenate([reports, terminal_report[None]])
 

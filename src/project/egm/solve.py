@@ -79,7 +79,7 @@ def solve_egm(
         while len(checked) > MAX_CACHED_PARAMS:
             checked.popitem(last=False)
     started = time.perf_counter()
-    device_params = jax.device_put(flat)
+    device_params = flat  # the compiled call moves it (faster than a separate device_put)
     window = _WINDOWS.get(model, WINDOW)
     fits = {"memory_limit": memory_limit, "log_level": log_level}
     arrays, report = _program(model, window=window, **fits)(device_params, savings)
@@ -91,9 +91,6 @@ def solve_egm(
         logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
         arrays, report = _program(model, window=window, **fits)(device_params, savings)
         table = np.asarray(report)
-    arrays = jax.tree.map(
-        lambda x: x.reshape(model.n_periods, *structure.discrete_shape, *x.shape[2:]), arrays
-    )
     solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
     if checks:
         check_report(solution, table, on_invalid=on_invalid)
@@ -260,6 +257,17 @@ def check_report(
         msg = (
             f"{where}, period {period}: {what}. Check that utility is increasing "
             "and strictly concave in consumption (and the inverse, if given)."
+        )
+        raise ModelSpecificationError(msg)
+    # A closed form that overflows (V beyond the range of utility) is reported below as
+    # NaN/inf; one that returns finite consumption off the mark is the model's mistake.
+    misfits = np.setdiff1d(failed["inverse_residual"], failed["not_finite"])
+    if misfits.size and "inverse_utility" in model.functions:
+        period = int(misfits[0])
+        msg = (
+            f"{where}, period {period}: the given inverse_utility does not invert utility "
+            "(u(inverse_utility(V)) differs from V). Check it against utility, including the "
+            "terms that depend on discrete states, actions and params."
         )
         raise ModelSpecificationError(msg)
     if failed["no_feasible_choice"].size:

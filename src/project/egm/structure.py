@@ -23,10 +23,11 @@ import numpy as np
 
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
-from project.model.spec import Model
+from project.model.spec import CLOSED_FORM_INVERSES, Model
 from project.solver.plan import prove_law_of_motion
 
 INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
+INVERSE_UTILITY = "inverse_utility"
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,12 @@ def egm_obstacle(model: Model) -> str:
 
 def egm_structure(model: Model) -> EGMStructure:
     """Return the model's EGM structure; raise ``ModelSpecificationError`` if EGM does not apply."""
+    if model not in _STRUCTURES:
+        _STRUCTURES[model] = _structure(model)
+    return _STRUCTURES[model]
+
+
+def _structure(model: Model) -> EGMStructure:
     obstacle = egm_obstacle(model)
     if obstacle:
         method = "dcegm" if model.discrete_actions else "egm"
@@ -126,7 +133,7 @@ def egm_structure(model: Model) -> EGMStructure:
         "utility",
         *borrowing,
         *model.transition_targets(),
-        *([INVERSE_MARGINAL_UTILITY] if INVERSE_MARGINAL_UTILITY in model.functions else []),
+        *(name for name in CLOSED_FORM_INVERSES if name in model.functions),
     ):
         used |= model.ancestors(target)
     folded = tuple(s for s in discrete if s not in used)
@@ -170,11 +177,9 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
         return f"its continuous state {state!r} is marked distributed"
     if state in model.ancestors("utility"):
         return f"utility depends on {state!r} (the envelope condition V'(w) = u'(c) needs u(c))"
-    if INVERSE_MARGINAL_UTILITY in model.functions and model.ancestors(INVERSE_MARGINAL_UTILITY) & {
-        state,
-        action,
-    }:
-        return f"{INVERSE_MARGINAL_UTILITY!r} depends on {state!r} or {action!r}"
+    for inverse in (name for name in CLOSED_FORM_INVERSES if name in model.functions):
+        if model.ancestors(inverse) & {state, action}:
+            return f"{inverse!r} depends on {state!r} or {action!r}"
     law = f"next_{state}"
     for target in (t for t in model.transition_targets() if t != law):
         if model.ancestors(target) & {state, action}:
@@ -186,3 +191,4 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
 
 
 _OBSTACLES: weakref.WeakKeyDictionary[Model, str] = weakref.WeakKeyDictionary()
+_STRUCTURES: weakref.WeakKeyDictionary[Model, EGMStructure] = weakref.WeakKeyDictionary()

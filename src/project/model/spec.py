@@ -29,6 +29,11 @@ from project.taste_shocks import TASTE_SHOCK_SCALE
 
 RESERVED_ARGUMENTS = ("age", "period")
 DISCOUNT_FACTOR = "beta"
+CLOSED_FORM_INVERSES = {
+    "inverse_marginal_utility": "marginal_utility",
+    "inverse_utility": "utility_level",
+}
+"""The closed-form inverses a model may give EGM, each with the name of its argument."""
 
 
 def transition_target(state: str) -> str:
@@ -233,7 +238,10 @@ class Model:
             or argument in self.dag_functions
             or argument in RESERVED_ARGUMENTS
             or argument in self.shocks
-            or (argument == "marginal_utility" and "inverse_marginal_utility" in self.functions)
+            or any(
+                argument == given and inverse in self.functions
+                for inverse, given in CLOSED_FORM_INVERSES.items()
+            )
             or (argument.startswith("next_") and argument[5:] in self.stochastic_transitions)
         )
 

@@ -2,6 +2,7 @@
 
 No taste shocks; log utility, a disutility ``delta`` of work, a deterministic wage paid the
 period after work, absorbing retirement and no borrowing. V has axes (lagged_retirement, wealth).
+EGM reads the closed-form inverses of utility and marginal utility (the grid solver ignores them).
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ def working(retirement: jnp.ndarray) -> jnp.ndarray:
 def utility(consumption: jnp.ndarray, working: jnp.ndarray, delta: jnp.ndarray) -> jnp.ndarray:
     """Return log consumption less the disutility of work."""
     return jnp.log(consumption) - delta * working
+
+
+def inverse_utility(
+    utility_level: jnp.ndarray, working: jnp.ndarray, delta: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the consumption whose utility is ``utility_level`` (EGM's closed form)."""
+    return jnp.exp(utility_level + delta * working)
+
+
+def inverse_marginal_utility(marginal_utility: jnp.ndarray) -> jnp.ndarray:
+    """Return the consumption whose marginal utility is ``marginal_utility`` (EGM's closed form)."""
+    return 1 / marginal_utility
 
 
 def next_wealth(
@@ -94,6 +107,8 @@ def build_model(
         },
         functions={
             "utility": utility,
+            "inverse_utility": inverse_utility,
+            "inverse_marginal_utility": inverse_marginal_utility,
             "working": working,
             "next_wealth": next_wealth,
             "next_lagged_retirement": next_lagged_retirement,

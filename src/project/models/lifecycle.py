@@ -99,6 +99,8 @@ def build_model(
         },
         functions={
             "utility": utility,
+            "inverse_utility": inverse_utility,
+            "inverse_marginal_utility": inverse_marginal_utility,
             "working": working,
             "income_nodes": income.nodes,
             "labor_income": labor_income,
@@ -156,6 +158,23 @@ def utility(
 ) -> jnp.ndarray:
     """Return CRRA utility of consumption less the type's disutility of work."""
     return consumption ** (1 - crra) / (1 - crra) - disutility_of_work[pref_type] * working
+
+
+def inverse_utility(
+    utility_level: jnp.ndarray,
+    working: jnp.ndarray,
+    pref_type: jnp.ndarray,
+    crra: jnp.ndarray,
+    disutility_of_work: jnp.ndarray,
+) -> jnp.ndarray:
+    """Return the consumption whose ``utility`` is ``utility_level`` (EGM's closed form)."""
+    level = utility_level + disutility_of_work[pref_type] * working
+    return ((1 - crra) * level) ** (1 / (1 - crra))
+
+
+def inverse_marginal_utility(marginal_utility: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return the consumption whose marginal utility is ``marginal_utility`` (EGM's closed form)."""
+    return marginal_utility ** (-1 / crra)
 
 
 def labor_income(income: jnp.ndarray, income_nodes: jnp.ndarray, wage: jnp.ndarray) -> jnp.ndarray:

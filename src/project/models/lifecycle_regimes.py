@@ -37,6 +37,8 @@ from project.models.lifecycle import (
     IncomeProcess,
     PreferenceType,
     consumption_grid,
+    inverse_marginal_utility,
+    inverse_utility,
     labor_income,
     mandatory_retirement,
     next_pref_type,
@@ -98,6 +100,8 @@ def build_model(
         actions={"retirement": DiscreteGrid(RetirementStatus), "consumption": consumption},
         functions={
             "utility": utility,
+            "inverse_utility": inverse_utility,
+            "inverse_marginal_utility": inverse_marginal_utility,
             "working": working,
             "income_nodes": income.nodes,
             "labor_income": labor_income,
@@ -121,6 +125,8 @@ def build_model(
         actions={"consumption": consumption},
         functions={
             "utility": retired_utility,
+            "inverse_utility": retired_inverse_utility,
+            "inverse_marginal_utility": inverse_marginal_utility,
             "next_wealth": retired_next_wealth,
             "next_pref_type": next_pref_type,
             **survival_functions,
@@ -244,6 +250,11 @@ def retired_transition(
 def retired_utility(consumption: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
     """Return CRRA utility of consumption (no work, no disutility)."""
     return consumption ** (1 - crra) / (1 - crra)
+
+
+def retired_inverse_utility(utility_level: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return the consumption whose ``retired_utility`` is ``utility_level`` (EGM's closed form)."""
+    return ((1 - crra) * utility_level) ** (1 / (1 - crra))
 
 
 def retired_next_wealth(
