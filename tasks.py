@@ -24,10 +24,11 @@ of the solution method, the pension cut's welfare measure, the paper's numbers, 
 ``<bld>`` is ``bld/``, or ``bld/smoke/`` with ``PROJECT_PROFILE=smoke``.
 
 A task's state is its own source (``project.task_hooks``): editing one task reruns it and what
-depends on its products, nothing else. The modules a task runs are its dependencies
-(``project.task_sources``). The solve and the estimation are fingerprinted as well, so they
-return at once when their inputs did not change. Heavy modules (JAX, pandas, matplotlib) are
-imported inside the task bodies, so collecting the pipeline, and a no-op rebuild, stays fast.
+depends on its products, nothing else. The modules a task runs are its dependencies, found in
+its code (``@runs_sources``, ``project.task_sources``). The solve and the estimation are
+fingerprinted as well, so they return at once when their inputs did not change. Heavy modules
+(JAX, pandas, matplotlib) are imported inside the task bodies, so collecting the pipeline, and a
+no-op rebuild, stays fast.
 """
 
 from __future__ import annotations
@@ -68,37 +69,13 @@ os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
 from pytask import PythonNode, task
 from pytask_parallel import ParallelBackend, registry
 
-from project.analysis.paper import paper_inputs
+from project.analysis.paper import PAPER_SOURCES, paper_inputs
 from project.cluster import slurm_executor
 from project.data.vendored import vendored_path
 from project.logs import log_to_file
 from project.nodes import directory_product, source_files
 from project.persist import MARKER_NAME
-from project.task_sources import (
-    CALIBRATION_SOURCES,
-    CATALOGUE_SOURCES,
-    DATA_SOURCES,
-    ENGINE_SOURCES,
-    ESTIMATE_SOURCES,
-    ESTIMATES_READER_SOURCES,
-    ESTIMATION_REPORT_SOURCES,
-    FIGURE_SOURCES,
-    MODEL_SOURCES,
-    NUMBERS_SOURCES,
-    PAPER_SOURCES,
-    PERSIST_SOURCES,
-    PIPELINE_SOURCE,
-    ROBUSTNESS_TABLE_SOURCES,
-    ROBUSTNESS_WELFARE_SOURCES,
-    SIMULATION_SOURCES,
-    SOLVE_SOURCES,
-    TABLE_SOURCES,
-    VALIDATION_SOURCES,
-    WELFARE_SOURCES,
-    WELFARE_TABLE_SOURCES,
-)
-
-__all__ = ["ENGINE_SOURCES", "PERSIST_SOURCES"]  # read by the tests
+from project.task_sources import RUNS, runs_sources
 
 DATA_PRODUCTS = {
     "moments": BLD / "data" / "scf_moments.arrow",
@@ -155,12 +132,11 @@ ESTIMATION_MODEL = BLD / STATUS_QUO / "estimation_model.json"
 
 
 @task(kwargs={"variant_json": _hashed(_model_fields(STATUS_QUO))})
+@runs_sources
 def task_define_estimation_model(
     variant_json: str,
-    model_sources: list[Path] = source_files(MODEL_SOURCES),
-    pipeline_source: Path = PIPELINE_SOURCE,
+    sources: list[Path] = RUNS,
     life_table_file: Path = vendored_path("us_life_table"),
-    data_sources: list[Path] = source_files(DATA_SOURCES),
     produces: Path = ESTIMATION_MODEL,
 ) -> None:
     """Write the status quo's specification before estimation: the estimation's model."""
@@ -176,12 +152,13 @@ def task_define_estimation_model(
         "distribution_json": _hashed(VARIANTS[STATUS_QUO].simulation.initial_distribution),
     },
 )
+@runs_sources
 def task_estimate(
     settings_json: str,
     distribution_json: str,
     specification_file: Path = ESTIMATION_MODEL,
     moments_file: Path = DATA_PRODUCTS["moments"],
-    sources: list[Path] = source_files(ESTIMATE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = ESTIMATION_MARKER,
 ) -> None:
     """Estimate the status quo's preferences from the SCF moments by MSM (once)."""
@@ -212,6 +189,7 @@ for check in ROBUSTNESS:
             "distribution_json": _hashed(VARIANTS[STATUS_QUO].simulation.initial_distribution),
         },
     )
+    @runs_sources
     def task_estimate_robustness(
         check_json: str,
         settings_json: str,
@@ -219,7 +197,7 @@ for check in ROBUSTNESS:
         specification_file: Path = ESTIMATION_MODEL,
         estimation_marker: Path = ESTIMATION_MARKER,
         moments_file: Path = DATA_PRODUCTS["moments"],
-        sources: list[Path] = source_files(ESTIMATE_SOURCES),
+        sources: list[Path] = RUNS,
         produces: Path = ROBUSTNESS_MARKERS[check.name],
     ) -> None:
         """Estimate the status quo's preferences again with one assumption changed."""
@@ -247,14 +225,12 @@ for variant in VARIANTS.values():
     variant_dir = BLD / variant.name
 
     @task(id=variant.name, kwargs={"variant_json": _hashed(_model_fields(variant.name))})
+    @runs_sources
     def task_define_model(
         variant_json: str,
         estimation_marker: Path = ESTIMATION_MARKER,
-        model_sources: list[Path] = source_files(MODEL_SOURCES),
-        pipeline_source: Path = PIPELINE_SOURCE,
-        estimation_sources: list[Path] = source_files(ESTIMATES_READER_SOURCES),
+        sources: list[Path] = RUNS,
         life_table_file: Path = vendored_path("us_life_table"),
-        data_sources: list[Path] = source_files(DATA_SOURCES),
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification at the estimates (only when it changed)."""
@@ -267,9 +243,10 @@ for variant in VARIANTS.values():
         write_json_if_changed(content=specification, path=produces)
 
     @task(id=variant.name)
+    @runs_sources
     def task_solve(
         specification_file: Path = variant_dir / "model.json",
-        sources: list[Path] = source_files(SOLVE_SOURCES),
+        sources: list[Path] = RUNS,
         produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date and intact)."""
@@ -286,13 +263,12 @@ for variant in VARIANTS.values():
         simulation_products["table"] = BLD / "simulated_data.arrow"
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
+    @runs_sources
     def task_simulate(
         settings_json: str,
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
-        simulation_sources: list[Path] = source_files(SIMULATION_SOURCES),
-        persist_sources: list[Path] = source_files(PERSIST_SOURCES),
-        pipeline_source: Path = PIPELINE_SOURCE,
+        sources: list[Path] = RUNS,
         produces: dict[str, Path] = simulation_products,
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
@@ -312,11 +288,12 @@ for variant in VARIANTS.values():
     calibration_dir = variant_dir / "calibration"
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
+    @runs_sources
     def task_calibrate(
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
         targets_file: Path = CALIBRATION["targets"],
-        calibration_sources: list[Path] = source_files(CALIBRATION_SOURCES),
+        sources: list[Path] = RUNS,
         variant_name: str = variant.name,
         produces: Path = directory_product(calibration_dir / MARKER_NAME),
     ) -> None:
@@ -335,11 +312,12 @@ for variant in VARIANTS.values():
         save_calibration(outcome, directory=produces.parent)
 
     @task(id=variant.name)
+    @runs_sources
     def task_plot_policy_functions(
         specification_file: Path = variant_dir / "model.json",
         solution_marker: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
+        sources: list[Path] = RUNS,
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
         """Plot V and consumption against wealth by age and type, where subjects live."""
@@ -359,10 +337,11 @@ for variant in VARIANTS.values():
         )
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
+    @runs_sources
     def task_plot_lifecycle_profiles(
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
+        sources: list[Path] = RUNS,
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
     ) -> None:
@@ -380,10 +359,11 @@ for variant in VARIANTS.values():
         )
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
+    @runs_sources
     def task_plot_retirement_policy(
         settings_json: str,
         bundle_marker: Path = directory_product(variant_dir / "simulation" / MARKER_NAME),
-        analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
+        sources: list[Path] = RUNS,
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"retirement_policy_{variant.name}"),
     ) -> None:
@@ -402,11 +382,12 @@ for variant in VARIANTS.values():
 
 
 @task(kwargs={"settings_json": _hashed(asdict(DATA))})
+@runs_sources
 def task_prepare_data(
     settings_json: str,
     scf_file: Path = vendored_path("scf_wealth_income_stats"),
     life_table_file: Path = vendored_path("us_life_table"),
-    data_sources: list[Path] = source_files(DATA_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = DATA_PRODUCTS,
 ) -> None:
     """Write the SCF moments by age group and the survival probabilities (checksums checked)."""
@@ -438,10 +419,11 @@ ESTIMATION_REPORT_PRODUCTS = {
 
 
 @task(kwargs={"settings_json": _hashed(asdict(ESTIMATION))})
+@runs_sources
 def task_estimation_report(
     settings_json: str,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
-    analysis_sources: list[Path] = source_files(ESTIMATION_REPORT_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = ESTIMATION_REPORT_PRODUCTS,
 ) -> None:
     """Tabulate the estimates and the moment fit; plot model against SCF data by age."""
@@ -463,13 +445,14 @@ WELFARE_SPECIFICATIONS = {v: p for v, p in SPECIFICATIONS.items() if v != GRID_C
 
 
 @task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
+@runs_sources
 def task_robustness_welfare(
     specs_json: str,
     specification_files: dict[str, Path] = WELFARE_SPECIFICATIONS,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     bundle_marker: Path = BUNDLE_MARKERS[DEFAULT_VARIANT],
     calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
-    sources: list[Path] = source_files(ROBUSTNESS_WELFARE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = RESULTS["robustness_welfare"],
 ) -> None:
     """Measure the pension cut's λ at each robustness check's estimates and assumptions."""
@@ -489,12 +472,13 @@ def task_robustness_welfare(
 
 
 @task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
+@runs_sources
 def task_robustness_table(
     specs_json: str,
     estimation_marker: Path = ESTIMATION_MARKER,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     results: dict[str, Path] = RESULTS,
-    analysis_sources: list[Path] = source_files(ROBUSTNESS_TABLE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = _table_paths("robustness"),
 ) -> None:
     """Tabulate the estimates and λ of every robustness check beside the status quo's."""
@@ -513,9 +497,10 @@ def task_robustness_table(
     )
 
 
+@runs_sources
 def task_plot_variant_comparison(
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    analysis_sources: list[Path] = source_files(FIGURE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
     """Compare retirement, consumption and wealth profiles across variants, by type."""
@@ -540,12 +525,13 @@ VALIDATION_PRODUCTS = {"result": RESULTS["validation"], **_table_paths("validati
 
 
 @task(kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
+@runs_sources
 def task_summary_tables(
     settings_json: str,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     specification_files: dict[str, Path] = SPECIFICATIONS,
-    analysis_sources: list[Path] = source_files(TABLE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, dict[str, Path]] = SUMMARY_TABLES,
 ) -> None:
     """Tabulate the living's outcomes and retirement ages by variant and type (weighted)."""
@@ -563,10 +549,11 @@ def task_summary_tables(
     )
 
 
+@runs_sources
 def task_parameter_table(
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
-    analysis_sources: list[Path] = source_files(TABLE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = _table_paths("parameters"),
 ) -> None:
     """Tabulate the model parameters, grid sizes and solution method of every variant."""
@@ -584,12 +571,13 @@ def task_parameter_table(
 
 
 @task(kwargs={"factors_json": _hashed(VALIDATION_FACTORS)})
+@runs_sources
 def task_validate_solution_method(
     factors_json: str,
     specification_file: Path = SPECIFICATIONS[DEFAULT_VARIANT],
     solution_marker: Path = SOLUTION_MARKERS[DEFAULT_VARIANT],
     grid_markers: dict[str, Path] = GRID_SOLUTION_MARKERS,
-    sources: list[Path] = source_files(VALIDATION_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = VALIDATION_PRODUCTS,
 ) -> None:
     """Measure the method's accuracy: analytical oracle, Euler errors, grid convergence."""
@@ -608,13 +596,14 @@ def task_validate_solution_method(
     )
 
 
+@runs_sources
 def task_welfare(
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     estimation_marker: Path = ESTIMATION_MARKER,
     calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
-    sources: list[Path] = source_files(WELFARE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = RESULTS["welfare"],
 ) -> None:
     """Measure the pension cut's welfare effect as a consumption equivalent, with its s.e.
@@ -638,9 +627,10 @@ def task_welfare(
     )
 
 
+@runs_sources
 def task_welfare_table(
     welfare: Path = RESULTS["welfare"],
-    sources: list[Path] = source_files(WELFARE_TABLE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: dict[str, Path] = _table_paths("welfare"),
 ) -> None:
     """Write the welfare table (λ overall and by type, its check) from ``welfare.json``."""
@@ -655,6 +645,7 @@ def task_welfare_table(
         "robustness_json": _hashed(ROBUSTNESS_SPECS),
     }
 )
+@runs_sources
 def task_paper_numbers(
     female_share: str,
     robustness_json: str,
@@ -665,7 +656,7 @@ def task_paper_numbers(
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     results: dict[str, Path] = RESULTS,
-    sources: list[Path] = source_files(NUMBERS_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = BLD / "paper" / "numbers.json",
 ) -> None:
     """Write every number and result sentence of the paper, from the products."""
@@ -685,9 +676,11 @@ def task_paper_numbers(
     )
 
 
+@runs_sources
 def task_compile_paper(
     inputs: dict[str, Path] = paper_inputs(bld=BLD),
-    sources: list[Path] = source_files(PAPER_SOURCES),
+    paper_files: list[Path] = source_files(PAPER / name for name in PAPER_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = BLD / "paper" / "paper.pdf",
 ) -> None:
     """Compile the paper (Typst) from the generated numbers, figures and tables."""
@@ -718,6 +711,7 @@ CATALOGUE = {
 
 
 @task(kwargs={"descriptions": _hashed(CATALOGUE)})
+@runs_sources
 def task_catalogue(
     descriptions: str,
     paper: Path = BLD / "paper" / "paper.pdf",
@@ -731,7 +725,7 @@ def task_catalogue(
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     data_products: dict[str, Path] = DATA_PRODUCTS,
-    sources: list[Path] = source_files(CATALOGUE_SOURCES),
+    sources: list[Path] = RUNS,
     produces: Path = BLD / "index.md",
 ) -> None:
     """List every product with its description, size and checksum; embed the figures."""

@@ -18,11 +18,11 @@ import pytest
 from project import solve
 from project.config import VARIANTS, Variant
 from project.errors import ConfigurationError, DistributedSolveError
+from project.imports import modules_run_by
 from project.launch import LAUNCHER_ENV, chosen_launcher
 from project.models import lifecycle
 from project.persist.solution import load_solution
 from project.pipeline import build_variant_model, solve_variant, variant_specification
-from project.task_sources import SOLVE_SOURCES
 
 SIZES = {"n_wealth": 16, "n_consumption": 16, "n_periods": 4, "start_age": 66, "n_types": 4}
 TWO_PROCESSES = Variant(
@@ -36,7 +36,9 @@ TWO_PROCESSES = Variant(
 def solve_step(directory, *, variant=TWO_PROCESSES):
     """Run the solve task's engine call for ``variant`` into ``directory``; say if it solved."""
     return solve_variant(
-        specification=variant_specification(variant), directory=directory, sources=SOLVE_SOURCES
+        specification=variant_specification(variant),
+        directory=directory,
+        sources=modules_run_by(solve_variant),
     )
 
 

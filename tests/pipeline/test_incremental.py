@@ -174,7 +174,12 @@ SOLVE_IMPORTS = textwrap.dedent("""
     loaded = [m.__file__ for n, m in sys.modules.items() if n.split(".")[0] == "project"]
     sys.path.insert(0, ".")
     import tasks
-    tracked = [str(p) for p in [*tasks.ENGINE_SOURCES, *tasks.PERSIST_SOURCES]]
+    from _pytask.task_utils import COLLECTED_TASKS
+    from project.task_sources import declared_sources
+    (task_solve, *_) = [
+        f for found in COLLECTED_TASKS.values() for f in found if f.__name__ == "task_solve"
+    ]
+    tracked = [str(p) for p in declared_sources(task_solve)]
     print("FILES=" + json.dumps({"loaded": [f for f in loaded if f], "tracked": tracked}))
 """)
 IMPORT_PLUMBING = {"__init__.py", "_lazy.py"}
@@ -208,7 +213,39 @@ def test_the_solve_task_tracks_every_module_the_solve_imports():
         {Path(f).resolve().relative_to(src) for f in files[key]} for key in ("loaded", "tracked")
     )
     untracked = {p for p in loaded - tracked if str(p) not in IMPORT_PLUMBING}
-    assert not untracked, f"add {sorted(map(str, untracked))} to ENGINE_SOURCES in tasks.py"
+    assert not untracked, f"the solve task's sources miss {sorted(map(str, untracked))}"
+
+
+TASK_SOURCES = textwrap.dedent("""
+    import inspect, json, sys
+    sys.path.insert(0, ".")
+    import tasks
+    from _pytask.task_utils import COLLECTED_TASKS
+    functions = [f for found in COLLECTED_TASKS.values() for f in found]
+    functions += [v for k, v in vars(tasks).items() if k.startswith("task_") and callable(v)]
+    sources = {
+        f.__name__: [str(p) for p in inspect.signature(f).parameters["sources"].default.value]
+        for f in functions
+    }
+    print("SOURCES=" + json.dumps(sources))
+""")
+
+
+def tasks_running(root: Path, relative_path: str) -> set[str]:
+    """Return the tasks (names without ids) of the copy at ``root`` that run ``relative_path``."""
+    result = subprocess.run(
+        [sys.executable, "-c", TASK_SOURCES],
+        cwd=root,
+        env=build_environment(root),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("SOURCES=")]
+    target = str((root / relative_path).resolve())
+    sources = json.loads(line.removeprefix("SOURCES="))
+    return {name for name, files in sources.items() if target in files}
 
 
 @pytest.fixture(scope="module")
@@ -435,27 +472,30 @@ def test_incremental_contract(serial_build):
     baseline = json.loads((bld / "baseline/model.json").read_text())
     assert baseline["params"]["pension"] == 0.45
 
-    # Solver source: the tasks that solve rerun (solves, estimations, validation, welfare);
-    # identical outputs stop everything downstream. The estimates record the new fingerprint
-    # of their inputs, so their readers rerun too, and write the same tables and numbers.
-    edit(root / "src/project/solver/kernels/general.py", '"""', '"""Edited. ')
+    # Solver source that evaluates solutions (interpolation): every task that runs it reruns,
+    # the policy figures included (a hand-kept list had left them out); identical outputs stop
+    # everything downstream. The estimates record the new fingerprint of their inputs, so their
+    # readers rerun too, and write the same tables and numbers.
+    edited = "src/project/solver/evaluate.py"
+    running = tasks_running(root, edited)
+    assert {"task_solve", "task_estimate", "task_simulate", "task_plot_policy_functions"} <= running
+    assert "task_prepare_data" not in running
+    edit(root / edited, '"""', '"""Edited. ')
     tables = product_digests(root)
     ran = executed(build(root))
-    assert ran == {f"task_solve[{v}]" for v in ALL_VARIANTS} | {
-        "task_estimate"
-    } | ROBUSTNESS_TASKS | {
-        # the estimates' product records the new fingerprint: the models are read again
-        f"task_define_model[{v}]"
-        for v in ALL_VARIANTS
-    } | {
-        "task_estimation_report",
-        "task_robustness_table",  # reads the estimates, which record the new fingerprint
-        "task_robustness_welfare",  # solves both variants at each check's estimates
-        "task_validate_solution_method",
-        "task_welfare",
-        "task_paper_numbers",  # reads the estimates, which record the new fingerprint
-        "task_catalogue",  # lists the estimates' new checksums
-    }
+    assert {f"task_plot_policy_functions[{v}]" for v in ALL_VARIANTS} <= ran
+    assert (
+        running
+        <= {t.split("[")[0] for t in ran}
+        <= running
+        | {
+            "task_define_model",  # the estimates' product records the new fingerprint
+            "task_estimation_report",
+            "task_robustness_table",
+            "task_paper_numbers",
+            "task_catalogue",  # lists the estimates' new checksums
+        }
+    )
     after = product_digests(root)
     reported = (f"{BLD}/tables/", f"{BLD}/figures/", f"{BLD}/paper/", f"{BLD}/results/")
     assert {k: v for k, v in after.items() if k.startswith(reported)} == {

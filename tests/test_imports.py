@@ -1,0 +1,139 @@
+"""Task dependencies found in the code: the import closure of what a task runs.
+
+Oracles: the modules a real call loads (``sys.modules`` after it) lie inside the closure; each
+task in ``tasks.py`` declares exactly what ``modules_run_by`` finds; lazy exports resolve to the
+one module they name.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from project.errors import ConfigurationError
+from project.imports import SOURCE_ROOT, import_closure, module_file, modules_run_by
+from project.task_sources import RUNS, runs_sources
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def relative(paths) -> set[str]:
+    return {str(Path(p).relative_to(SOURCE_ROOT / "project")) for p in paths}
+
+
+def test_a_body_import_reaches_what_that_module_imports_and_its_packages():
+    def plot():
+        from project.pipeline import load_variant_solution  # noqa: F401
+
+    files = relative(modules_run_by(plot))
+    # The modules issue 28 found missing from the figures' hand-kept list: evaluating a solution
+    # runs them.
+    assert {"pipeline.py", "egm/solution.py", "solver/evaluate.py", "persist/solution.py"} <= files
+    assert {"__init__.py", "egm/__init__.py", "solver/__init__.py"} <= files
+    assert not {f for f in files if f.startswith("analysis/")}
+
+
+def test_a_lazy_export_resolves_to_the_module_it_names_only():
+    def plot():
+        from project.analysis import plot_policy_functions  # noqa: F401
+
+    files = relative(modules_run_by(plot))
+    assert {"analysis/__init__.py", "analysis/figures.py"} <= files
+    assert "analysis/tables.py" not in files  # another lazy export of the same package
+
+
+def test_names_the_body_uses_bring_their_modules():
+    from project.grids import LinSpacedGrid
+
+    def grid():
+        return LinSpacedGrid(start=0, stop=1, n_points=3)
+
+    assert "grids.py" in relative(modules_run_by(grid))
+
+
+def test_a_module_started_by_name_is_run_by_its_starter():
+    """``launch`` starts ``python -m project.solve_worker``: no import, a string."""
+    assert "project.solve_worker" in import_closure(["project.launch"])
+    assert module_file("project.no_such_module") is None
+    assert import_closure(["project.no_such_module"]) == set()
+
+
+LOADED = textwrap.dedent("""
+    import json, sys
+    import project.pipeline
+    print("LOADED=" + json.dumps(sorted(
+        m.__file__ for n, m in sys.modules.items()
+        if n.split(".")[0] == "project" and getattr(m, "__file__", None)
+    )))
+""")
+
+
+def test_every_module_an_import_loads_lies_in_its_closure():
+    result = subprocess.run(
+        [sys.executable, "-c", LOADED],
+        env=os.environ | {"PYTHONPATH": str(SOURCE_ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("LOADED=")]
+    loaded = relative(json.loads(line.removeprefix("LOADED=")))
+    closure = relative(module_file(m) for m in import_closure(["project.pipeline"]))
+    assert loaded <= closure, sorted(loaded - closure)
+
+
+DECLARED = textwrap.dedent("""
+    import inspect, json, sys
+    sys.path.insert(0, ".")
+    import tasks
+    from _pytask.task_utils import COLLECTED_TASKS
+    from project.imports import module_file, modules_run_by
+    functions = [f for found in COLLECTED_TASKS.values() for f in found]
+    functions += [v for k, v in vars(tasks).items() if k.startswith("task_") and callable(v)]
+    report = {}
+    for func in functions:
+        declared = inspect.signature(func).parameters["sources"].default.value
+        found = [p for p in modules_run_by(func) if p != module_file("project.config")]
+        report[func.__name__] = [sorted(map(str, declared)) == sorted(map(str, found)), len(found)]
+    print("DECLARED=" + json.dumps(report))
+""")
+
+
+def test_every_task_declares_the_modules_its_code_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", DECLARED],
+        cwd=ROOT,
+        env=os.environ
+        | {
+            "PYTHONPATH": str(SOURCE_ROOT),
+            "PROJECT_PROFILE": "smoke",
+            "PROJECT_ROOT": str(tmp_path),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    (line,) = [x for x in result.stdout.splitlines() if x.startswith("DECLARED=")]
+    report = json.loads(line.removeprefix("DECLARED="))
+    assert len(report) >= 20  # every task of the pipeline, loops included
+    assert all(same and count > 0 for same, count in report.values()), report
+    assert report["task_prepare_data"][1] < report["task_solve"][1]  # not one list for all
+
+
+def test_a_task_without_a_sources_placeholder_is_refused():
+    def task_without(produces: Path = Path("x")) -> None:
+        pass
+
+    with pytest.raises(ConfigurationError, match="sources: list\\[Path\\] = RUNS"):
+        runs_sources(task_without)
+
+    def task_with(sources: list[Path] = RUNS) -> None:
+        from project.grids import LinSpacedGrid  # noqa: F401
+
+    assert "grids.py" in relative(runs_sources(task_with).__defaults__[0].value)
