@@ -301,13 +301,41 @@ def test_dcegm_and_the_grid_solver_agree_with_taste_shocks(x64):
         )
 
 
+def restated(model, *, name, functions):
+    """Return the IJRS ``model`` under ``name`` with ``functions`` instead of its own."""
+    from project.model import Model
+
+    return Model(
+        name=name,
+        states=model.states,
+        actions=model.actions,
+        functions=functions,
+        constraints=model.constraints,
+        n_periods=T,
+        post_decision_grid=model.post_decision_grid,
+        taste_shocks=True,
+    )
+
+
+def assert_same_values(one, other, *, rtol=0.0):
+    """Assert V of both solutions agree for workers and retirees in every period."""
+    for period in range(T):
+        for lag in (0, 1):
+            states = {"lagged_retirement": np.full(WEALTH.shape, lag), "wealth": WEALTH}
+            np.testing.assert_allclose(
+                one.value(period=period, states=states),
+                other.value(period=period, states=states),
+                rtol=rtol,
+                atol=0,
+            )
+
+
 def test_folding_states_only_constraints_read_changes_nothing(x64):
     """Lagged retirement enters only a choice constraint: the step runs once for both values.
 
     A utility that also reads it (times zero) stops the folding; V must be the same.
     """
     from project.egm.structure import egm_structure
-    from project.model import Model
 
     folded = ijrs.build_model(n_periods=T, n_savings=100, taste_shocks=True)
     assert egm_structure(folded).folded == ("lagged_retirement",)
@@ -315,53 +343,27 @@ def test_folding_states_only_constraints_read_changes_nothing(x64):
     def utility(consumption, working, delta, lagged_retirement):
         return ijrs.utility(consumption, working, delta) + 0.0 * lagged_retirement
 
-    unfolded = Model(
-        name="ijrs_unfolded",
-        states=folded.states,
-        actions=folded.actions,
-        functions=folded.functions | {"utility": utility},
-        constraints=folded.constraints,
-        n_periods=T,
-        post_decision_grid=folded.post_decision_grid,
-        taste_shocks=True,
+    unfolded = restated(
+        folded, name="ijrs_unfolded", functions=folded.functions | {"utility": utility}
     )
     assert egm_structure(unfolded).folded == ()
     params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": 0.05}
-    one, other = solve(model=folded, params=params), solve(model=unfolded, params=params)
-    for period in range(T):
-        for lag in (0, 1):
-            states = {"lagged_retirement": np.full(WEALTH.shape, lag), "wealth": WEALTH}
-            np.testing.assert_array_equal(
-                one.value(period=period, states=states), other.value(period=period, states=states)
-            )
+    assert_same_values(solve(model=folded, params=params), solve(model=unfolded, params=params))
 
 
 def test_closed_form_inverses_give_the_iterated_solution(x64):
     """IJRS states both inverses in closed form; without them, EGM iterates to the same V."""
-    from project.model import Model
-
     given = ijrs.build_model(n_periods=T, n_savings=N_SAVINGS, taste_shocks=True)
     assert {"inverse_utility", "inverse_marginal_utility"} <= set(given.functions)
-    iterated = Model(
+    iterated = restated(
+        given,
         name="ijrs_iterated",
-        states=given.states,
-        actions=given.actions,
         functions={k: f for k, f in given.functions.items() if not k.startswith("inverse_")},
-        constraints=given.constraints,
-        n_periods=T,
-        post_decision_grid=given.post_decision_grid,
-        taste_shocks=True,
     )
     params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": 0.01}
-    one, other = solve(model=given, params=params), solve(model=iterated, params=params)
-    for period in range(T):
-        for lag in (0, 1):
-            states = {"lagged_retirement": np.full(WEALTH.shape, lag), "wealth": WEALTH}
-            np.testing.assert_allclose(
-                one.value(period=period, states=states),
-                other.value(period=period, states=states),
-                rtol=1e-12,
-            )
+    assert_same_values(
+        solve(model=given, params=params), solve(model=iterated, params=params), rtol=1e-12
+    )
 
 
 def test_dcegm_and_the_grid_solver_agree_on_the_default_model(x64):
