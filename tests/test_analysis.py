@@ -18,8 +18,8 @@ from project.analysis import (
     summary_statistics,
     write_table,
 )
-from project.analysis.style import save_figure
 from project.models.lifecycle import DEFAULT_PARAMS, DEFAULT_TASTE_SHOCK_SCALE, build_model
+from project.style import save_figure
 
 PREF_TYPES = ["work_loving", "leisure_loving"]
 RETIREMENT = ["working", "retired"]

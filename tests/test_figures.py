@@ -11,14 +11,13 @@ import pytest
 from matplotlib.figure import Figure
 from PIL import Image
 
-from project import solve
+from project import solve, style
 from project.analysis import (
     plot_lifecycle_profiles,
     plot_policy_functions,
     plot_retirement_policy,
     plot_variant_comparison,
     retirement_hazard,
-    style,
 )
 from project.analysis.policy_figures import policy_ages
 from project.analysis.profiles import at_risk_of_retiring, wealth_upper_bound

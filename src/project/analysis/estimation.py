@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from project.analysis import style
+from project import style
 from project.analysis.identification import (
     identification_caption,
     identification_table,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.axes import Axes
 
-from project.analysis import style
+from project import style
 from project.analysis.policy_figures import (
     default_fixed_states,
     default_policy_ages,

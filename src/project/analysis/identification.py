@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from project.analysis import style
+from project import style
 from project.analysis.notation import age_label, parameter_label, plain_parameter, variant_name
 from project.analysis.table_output import Symbol, latex_escape, typst_escape
 from project.estimation.products import SavedEstimation

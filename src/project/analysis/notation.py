@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
-from project.analysis import style
+from project import style
 from project.analysis.table_output import (
     MINUS,
     Symbol,

@@ -31,7 +31,6 @@ from project.analysis.notation import (
     variant_name,
 )
 from project.analysis.robustness import Welfare, read_welfare, robustness_estimates_sentence
-from project.analysis.style import method_name
 from project.analysis.tables import (
     ALL_TYPES,
     MEAN_RETIREMENT_AGE,
@@ -62,6 +61,7 @@ from project.persist.bundle import load_table
 from project.persist.manifest import read_json_object
 from project.pipeline import read_specification, solution_method
 from project.provenance import product_provenance
+from project.style import method_name
 
 RERUN = "Run pytask to rebuild it."
 RETIREMENT_AGE_DECIMALS = 1

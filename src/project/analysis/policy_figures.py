@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from project.analysis import style
+from project import style
 from project.analysis.profiles import REGIME_COLUMN, living, wealth_upper_bound
 from project.grids import DiscreteGrid
 from project.regimes.solution import RegimeSolution

@@ -30,7 +30,6 @@ from project.analysis.panel_statistics import (
     with_weights,
 )
 from project.analysis.profiles import check_panel
-from project.analysis.style import method_name
 from project.analysis.table_output import (
     Cell,
     format_cells,
@@ -42,6 +41,7 @@ from project.analysis.table_output import (
     write_table,
     write_table_files,
 )
+from project.style import method_name
 
 __all__ = [
     "format_cells",

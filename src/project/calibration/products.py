@@ -14,7 +14,7 @@ content-named generation behind a link, ``project.persist.atomic``) holding
   settings and the ``provenance`` (sorted keys, NaN as null, so equal outcomes give equal
   bytes);
 - ``calibration_loss.png``: the distance to the targets per optimisation step, in the project's
-  figure style (``project.analysis.style``), without date or software metadata but with the
+  figure style (``project.style``), without date or software metadata but with the
   provenance, so equal outcomes give equal bytes;
 - ``COMPLETE.json``: every file's size and SHA-256 (``project.persist.manifest``), written last.
 
@@ -35,12 +35,12 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from project.analysis.style import REFERENCE_COLOR, color, save_figure, styled, variant_label
 from project.calibration.outcome import CalibrationOutcome
 from project.errors import CheckpointError
 from project.persist.atomic import atomic_directory
 from project.persist.manifest import MARKER_NAME, verify_directory, write_marker
 from project.provenance import product_provenance, with_provenance, write_arrow
+from project.style import REFERENCE_COLOR, color, save_figure, styled, variant_label
 
 KIND = "calibration"
 HINT = "Rebuild it: `uv run pytask` recalibrates a damaged calibration."

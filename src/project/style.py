@@ -8,7 +8,8 @@ provenance when given), so rendering the same data twice gives the same bytes.
 Everything a reader sees is in words, in the paper's notation: ``variant_label``, ``type_label``,
 ``state_label`` and ``method_name`` turn code names ("low_pension", "leisure_loving", "node_2",
 "dcegm") into "Low pension", "Leisure-loving", "median income", "DC-EGM". This module imports
-matplotlib and the standard library only, so any module (the calibration's figures) can use it.
+matplotlib, the standard library and ``project.provenance`` only, so the analysis and the
+calibration (its loss figure) both use it from below.
 """
 
 from __future__ import annotations
