@@ -84,7 +84,6 @@ def without_kinks(model: Any, params: dict[str, float]) -> Any:
     arrays, _ = build_program(model, window=1, kink_slots=0)(
         jax.device_put(pack_params(host)), savings
     )
-    arrays = jax.tree.map(lambda x: x.reshape(model.n_periods, *x.shape[2:]), arrays)
     return EGMSolution(model=model, params=host, arrays=arrays, savings=savings)
 
 

@@ -71,7 +71,6 @@ def test_without_kinks_in_the_grid_the_sweep_misses_the_goal(x64, references):
     savings = model.post_decision_grid.to_jax()
     program = build_program(model, window=1, kink_slots=0)
     arrays, _ = program(jax.device_put(pack_params(params)), savings)
-    arrays = jax.tree.map(lambda x: x.reshape(model.n_periods, *x.shape[2:]), arrays)
     plain = EGMSolution(model=model, params=params, arrays=arrays, savings=savings)
     gaps = np.max(np.abs(sweep(plain) - references[2]), axis=1)
     assert np.max(gaps) > 2 * GOAL

@@ -21,7 +21,7 @@ import pandas as pd
 from project.deprecation import warn_deprecated
 from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
-from project.model.spec import Model
+from project.model.spec import CLOSED_FORM_INVERSES, Model
 from project.points import float_dtype as working_float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel
@@ -235,9 +235,17 @@ class SimulationResult:
 
 
 def available_targets(model: Model) -> list[str]:
-    """Return the functions that do not depend on next-period outcomes."""
+    """Return the functions that do not depend on next-period outcomes.
+
+    A closed-form inverse for EGM (``CLOSED_FORM_INVERSES``) is a function of EGM's own
+    quantities (marginal utility, a utility level), not of a simulated row: never a target.
+    """
     outcomes = {f"next_{s}" for s in model.stochastic_transitions}
-    return [f for f in model.functions if not model.ancestors(f) & outcomes]
+    return [
+        f
+        for f in model.functions
+        if f not in CLOSED_FORM_INVERSES and not model.ancestors(f) & outcomes
+    ]
 
 
 def _row_function(model: Model, targets: list[str]) -> Any:
