@@ -25,7 +25,7 @@ from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import InvalidValueFunctionError, ModelSpecificationError
 from project.model.params import n_packed_params, pack_params, params_on_host
-from project.model.spec import Model
+from project.model.spec import INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY, Model
 from project.points import float_dtype
 from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level, check_on_invalid, nan_locations
@@ -79,17 +79,17 @@ def solve_egm(
         while len(checked) > MAX_CACHED_PARAMS:
             checked.popitem(last=False)
     started = time.perf_counter()
-    device_params = flat  # the compiled call moves it (faster than a separate device_put)
     window = _WINDOWS.get(model, WINDOW)
     fits = {"memory_limit": memory_limit, "log_level": log_level}
-    arrays, report = _program(model, window=window, **fits)(device_params, savings)
+    # The compiled call moves the host params itself (faster than a separate device_put).
+    arrays, report = _program(model, window=window, **fits)(flat, savings)
     table = np.asarray(report)
     runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
     if structure.discrete_actions and table[:, REPORT_COLUMNS.index("non_monotone")].any():
         window = max(runs, 2 * window)
         _WINDOWS[model] = window
         logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
-        arrays, report = _program(model, window=window, **fits)(device_params, savings)
+        arrays, report = _program(model, window=window, **fits)(flat, savings)
         table = np.asarray(report)
     solution = EGMSolution(model=model, params=host_params, arrays=arrays, savings=savings)
     if checks:
@@ -251,7 +251,7 @@ def check_report(
         period = int(failed["inverse_marginal_residual"][0])
         what = (
             "the given inverse_marginal_utility disagrees with the derivative of utility"
-            if "inverse_marginal_utility" in model.functions
+            if INVERSE_MARGINAL_UTILITY in model.functions
             else "Newton's method did not invert marginal utility"
         )
         msg = (
@@ -262,7 +262,7 @@ def check_report(
     # A closed form that overflows (V beyond the range of utility) is reported below as
     # NaN/inf; one that returns finite consumption off the mark is the model's mistake.
     misfits = np.setdiff1d(failed["inverse_residual"], failed["not_finite"])
-    if misfits.size and "inverse_utility" in model.functions:
+    if misfits.size and INVERSE_UTILITY in model.functions:
         period = int(misfits[0])
         msg = (
             f"{where}, period {period}: the given inverse_utility does not invert utility "

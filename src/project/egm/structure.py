@@ -26,9 +26,6 @@ from project.grids import code_combinations
 from project.model.spec import CLOSED_FORM_INVERSES, Model
 from project.solver.plan import prove_law_of_motion
 
-INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
-INVERSE_UTILITY = "inverse_utility"
-
 
 @dataclass(frozen=True)
 class EGMStructure:

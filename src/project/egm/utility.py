@@ -19,8 +19,13 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.egm.structure import INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY, EGMStructure
-from project.model.spec import Model
+from project.egm.structure import EGMStructure
+from project.model.spec import (
+    CLOSED_FORM_INVERSES,
+    INVERSE_MARGINAL_UTILITY,
+    INVERSE_UTILITY,
+    Model,
+)
 from project.solver.sweep import compose
 
 MAX_STEPS = 100
@@ -72,8 +77,9 @@ class Utility:
 
         if self._given_inverse is not None:
             given = self._given_inverse
+            argument = CLOSED_FORM_INVERSES[INVERSE_MARGINAL_UTILITY]
             c = _elementwise(
-                lambda x: given(env | {"marginal_utility": x})[INVERSE_MARGINAL_UTILITY], marginal
+                lambda x: given(env | {argument: x})[INVERSE_MARGINAL_UTILITY], marginal
             )
             return c, residual(c)
         log_marginal = jax.grad(lambda y: jnp.log(marginal_of(jnp.exp(y))))
@@ -112,7 +118,8 @@ class Utility:
 
         if self._given_inverse_utility is not None:
             given = self._given_inverse_utility
-            c = _elementwise(lambda x: given(env | {"utility_level": x})[INVERSE_UTILITY], value)
+            argument = CLOSED_FORM_INVERSES[INVERSE_UTILITY]
+            c = _elementwise(lambda x: given(env | {argument: x})[INVERSE_UTILITY], value)
             return c, residual(c)
 
         def one(v: jnp.ndarray, c: jnp.ndarray) -> jnp.ndarray:

@@ -29,9 +29,11 @@ from project.taste_shocks import TASTE_SHOCK_SCALE
 
 RESERVED_ARGUMENTS = ("age", "period")
 DISCOUNT_FACTOR = "beta"
+INVERSE_MARGINAL_UTILITY = "inverse_marginal_utility"
+INVERSE_UTILITY = "inverse_utility"
 CLOSED_FORM_INVERSES = {
-    "inverse_marginal_utility": "marginal_utility",
-    "inverse_utility": "utility_level",
+    INVERSE_MARGINAL_UTILITY: "marginal_utility",
+    INVERSE_UTILITY: "utility_level",
 }
 """The closed-form inverses a model may give EGM, each with the name of its argument."""
 
