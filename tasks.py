@@ -322,19 +322,25 @@ for variant in VARIANTS.values():
     ) -> None:
         """Plot V and consumption against wealth by age and type, where subjects live."""
         from project.analysis import plot_policy_functions
-        from project.pipeline import load_panel, load_variant_solution, read_specification
+        from project.pipeline import (
+            load_panel,
+            load_variant_solution,
+            read_specification,
+            variant_precision,
+        )
         from project.provenance import product_provenance
 
         specification = read_specification(specification_file)
-        plot_policy_functions(
-            solution=load_variant_solution(
-                specification=specification, directory=solution_marker.parent
-            ),
-            panel=load_panel(bundle_marker=bundle_marker),
-            variant=specification["name"],
-            paths=produces,
-            provenance=product_provenance(config=specification),
-        )
+        with variant_precision(specification):
+            plot_policy_functions(
+                solution=load_variant_solution(
+                    specification=specification, directory=solution_marker.parent
+                ),
+                panel=load_panel(bundle_marker=bundle_marker),
+                variant=specification["name"],
+                paths=produces,
+                provenance=product_provenance(config=specification),
+            )
 
     @task(id=variant.name, kwargs={"settings_json": _hashed(asdict(variant.simulation))})
     @runs_sources

@@ -81,9 +81,9 @@ def run_single(config: dict[str, Any], *, repeats: int, log_level: str) -> dict[
     import jax  # noqa: PLC0415
 
     jax.config.update("jax_enable_x64", True)
+    from project.dispatch import solve  # noqa: PLC0415
     from project.egm.accuracy import euler_errors  # noqa: PLC0415
     from project.models import iid_income  # noqa: PLC0415
-    from project.solver.solve import solve  # noqa: PLC0415
 
     startup_seconds, _ = time_call(start_jax)
     method = config["method"]

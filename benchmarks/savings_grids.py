@@ -94,8 +94,8 @@ def accuracy(*, quick: bool) -> dict[str, Any]:
     jax.config.update("jax_enable_x64", True)
     import numpy as np  # noqa: PLC0415
 
+    from project.dispatch import solve  # noqa: PLC0415
     from project.models import iid_income  # noqa: PLC0415
-    from project.solver.solve import solve  # noqa: PLC0415
 
     params = iid_income.DEFAULT_PARAMS
     sizes = (100, 500) if quick else SIZES
@@ -182,8 +182,8 @@ def timing_child(config: dict[str, Any]) -> dict[str, Any]:
     import jaxlib  # noqa: PLC0415
 
     import project  # noqa: PLC0415
+    from project.dispatch import solve  # noqa: PLC0415
     from project.models import iid_income  # noqa: PLC0415
-    from project.solver.solve import solve  # noqa: PLC0415
 
     iid_income.INCOME_NODES.setdefault(1, (1.0,))  # the baseline has no 1-atom model
     model = iid_income.build_model(n_savings=config["n_points"], n_income=config["n_income"])

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from project import CheckpointError, LinSpacedGrid, LogSpacedGrid, Model, ModelSpecificationError
+from project.dispatch import solve
 from project.egm.accuracy import euler_errors
 from project.errors import InvalidValueFunctionError, StateOutsideGridError
 from project.models import iid_income, lifecycle, precautionary
-from project.solver.solve import solve
 
 BETA, R, T = 0.95, 1.04, 5
 WEALTH = np.linspace(0.1, 10, 50)

@@ -9,12 +9,12 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from project.dispatch import solve
 from project.egm.kinks import EMPTY, Kinks, kinks_found, mapped_savings, with_kinks
 from project.egm.program import build_program
 from project.egm.solution import EGMSolution
 from project.model.params import pack_params, params_on_host
 from project.models import iid_income
-from project.solver.solve import solve
 
 SWEEP = np.round(np.arange(0.1, 20.0 + 5e-4, 1e-3), 10)
 GOAL = 1e-4

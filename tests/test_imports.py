@@ -182,12 +182,12 @@ def cycles(edges: dict[str, set[str]]) -> set[frozenset[str]]:
 
 
 KNOWN_CYCLES = {
-    # The public dispatcher solve() lives in solver/ and imports the methods, which import the
-    # shared infrastructure of solver/ (issue 28: infrastructure below, dispatcher on top).
-    frozenset({"solver", "egm", "regimes"}),
     # SimulationResult.save/load forward to persist (deprecated, removed in 0.3.0).
     frozenset({"persist", "simulation"}),
 }
+SOLVE_LAYERS = ("solver", "egm", "regimes", "dispatch")
+"""The solve, bottom up: the grid method with the shared infrastructure, (DC-)EGM, the regimes
+(which run either), the public dispatcher. A package imports only those before it."""
 
 
 def test_the_cycle_finder_finds_cycles_and_only_those():
@@ -200,3 +200,16 @@ def test_packages_import_each_other_only_where_known():
     found = cycles(package_imports())
     assert found <= KNOWN_CYCLES, sorted(map(sorted, found - KNOWN_CYCLES))
     assert "analysis" not in package_imports()["calibration"]  # the figure style sits below both
+
+
+def test_the_solve_layers_point_one_way():
+    edges = package_imports()
+    upward = {
+        (lower, upper)
+        for i, lower in enumerate(SOLVE_LAYERS)
+        for upper in SOLVE_LAYERS[i + 1 :]
+        if upper in edges[lower]
+    }
+    assert not upward, sorted(upward)
+    below_the_solve = set(edges) - {"dispatch", "analysis", "estimation", "calibration"}
+    assert not {p for p in below_the_solve if "dispatch" in edges[p]}

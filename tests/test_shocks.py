@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from project import LinSpacedGrid, Model, ModelSpecificationError
+from project.dispatch import solve
 from project.models import iid_income
 from project.shocks import DiscreteShock, LogNormalShock, NormalShock, shock_tables
 from project.simulation.forward import simulate
-from project.solver.solve import solve
 
 
 def log_utility(consumption):

@@ -41,7 +41,8 @@ _EXPORTS = {
         ("default_savings_grid", "exponential_grid", "log1p_grid", "power_grid"),
         "project.savings_grids",
     ),
-    **dict.fromkeys(("Solution", "has_inf", "has_nan", "solve"), "project.solver"),
+    **dict.fromkeys(("Solution", "has_inf", "has_nan"), "project.solver"),
+    "solve": "project.dispatch",
 }
 __all__ = [
     "BuildLockedError",

@@ -31,10 +31,10 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from project.dispatch import choose_method
 from project.errors import ConfigurationError, DistributedSolveError
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
-from project.solver.solve import choose_method
 
 logger = logging.getLogger("project.launch")
 

@@ -14,6 +14,7 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import jax
 import pandas as pd
 
 from project.config import DATA, SimulationSettings, Variant
+from project.dispatch import solve
 from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.estimation.products import load_estimation, save_estimation
 from project.estimation.variant import estimate_variant
@@ -40,9 +42,10 @@ from project.persist.solution import (
     read_provenance,
     save_solution,
 )
+from project.points import precision
 from project.provenance import PROVENANCE_KEY, product_provenance, without_provenance
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
-from project.solver import Solution, solve
+from project.solver import Solution
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
 logger = logging.getLogger("project.pipeline")
@@ -234,7 +237,8 @@ def solve_variant(
     if specification.get("processes", 1) == 1:
         solve_and_save(specification=specification, directory=directory, fingerprint=expected)
         return True
-    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
     solve_in_processes(
         specification=specification, model=model, directory=directory, fingerprint=expected
     )
@@ -250,18 +254,19 @@ def solve_variant(
 def solve_and_save(*, specification: dict[str, Any], directory: Path, fingerprint: str) -> Solution:
     """Solve the specified model, save it with ``fingerprint`` and return it.
 
-    In a multi-process solve every process calls it (``project.solve_worker``).
+    In a multi-process solve every process calls it (``project.solve_worker``). It solves in
+    the variant's precision and restores the process's after.
     """
-    jax.config.update("jax_enable_x64", specification["x64"])
-    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    solution = solve(
-        model=model, params=specification["params"], log_level=specification["log_level"]
-    )
-    save_solution(
-        solution=solution,
-        directory=directory,
-        provenance={"variant": specification["name"], "fingerprint": fingerprint},
-    )
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        solution = solve(
+            model=model, params=specification["params"], log_level=specification["log_level"]
+        )
+        save_solution(
+            solution=solution,
+            directory=directory,
+            provenance={"variant": specification["name"], "fingerprint": fingerprint},
+        )
     return solution
 
 
@@ -303,30 +308,49 @@ def _estimation_fingerprint(directory: Path) -> str | None:
 def simulate_variant(
     *, specification: dict[str, Any], settings: dict[str, Any], solution_directory: Path
 ) -> SimulationResult:
-    """Load a variant's solution and simulate its subjects with ``settings``."""
-    jax.config.update("jax_enable_x64", specification["x64"])
+    """Load a variant's solution and simulate its subjects with ``settings``.
+
+    In the variant's precision; the process's is restored after.
+    """
     settings = asdict(SimulationSettings(**settings))
-    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    solution = load_solution(directory=solution_directory, model=model)
-    initial = draw_initial_conditions(
-        model=model,
-        n_subjects=settings["n_subjects"],
-        seed=settings["seed"],
-        distribution=settings["initial_distribution"],
-    )
-    return simulate(
-        params=specification["params"],
-        initial_conditions=initial,
-        solution=solution,
-        seed=settings["seed"],
-        subject_batch_size=settings["subject_batch_size"],
-        log_level=specification["log_level"],
-    )
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        solution = load_solution(directory=solution_directory, model=model)
+        initial = draw_initial_conditions(
+            model=model,
+            n_subjects=settings["n_subjects"],
+            seed=settings["seed"],
+            distribution=settings["initial_distribution"],
+        )
+        return simulate(
+            params=specification["params"],
+            initial_conditions=initial,
+            solution=solution,
+            seed=settings["seed"],
+            subject_batch_size=settings["subject_batch_size"],
+            log_level=specification["log_level"],
+        )
 
 
-def load_variant_solution(*, specification: dict[str, Any], directory: Path) -> Solution:
-    """Load the solution of the specified variant from its directory."""
-    jax.config.update("jax_enable_x64", specification["x64"])
+def variant_precision(specification: Mapping[str, Any]) -> AbstractContextManager[None]:
+    """Return a context in the variant's precision (float64 where ``x64``) that restores after."""
+    return precision(x64=bool(specification["x64"]))
+
+
+def load_variant_solution(*, specification: Mapping[str, Any], directory: Path) -> Solution:
+    """Load the solution of the specified variant from its directory.
+
+    Call it, and use the solution, inside ``variant_precision(specification)``: a solution read
+    in another precision than it was solved in would be evaluated in that other precision.
+    """
+    if bool(jax.config.jax_enable_x64) != bool(specification["x64"]):
+        wanted = "float64" if specification["x64"] else "float32"
+        msg = (
+            f"The solution of {specification['name']!r} is in {wanted}, and this process "
+            f"computes in the other precision. Load and use it inside "
+            "`with project.pipeline.variant_precision(specification):`."
+        )
+        raise ConfigurationError(msg)
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
     return load_solution(directory=directory, model=model)
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,17 @@ Spec = tuple[str, float, float, int]
 def float_dtype() -> np.dtype:
     """Return the working float dtype (float64 with ``jax_enable_x64``, else float32)."""
     return np.dtype(jax.dtypes.canonicalize_dtype(np.float64))
+
+
+@contextmanager
+def precision(*, x64: bool) -> Iterator[None]:
+    """Compute in float64 (``x64``) or float32 inside; restore the process's precision after."""
+    previous = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", x64)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_enable_x64", previous)
 
 
 def evenly_spaced(specs: Sequence[Spec]) -> list[jax.Array]:

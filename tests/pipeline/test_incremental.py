@@ -165,7 +165,7 @@ SOLVE_IMPORTS = textwrap.dedent("""
     from pathlib import Path
     from project.models import MODEL_BUILDERS
     from project.persist.solution import save_solution
-    from project.solver import solve
+    from project.dispatch import solve
     specification = json.loads(sys.argv[1])
     model = MODEL_BUILDERS[specification["model"]](**specification["sizes"])
     solution = solve(model=model, params=specification["params"])

@@ -9,12 +9,15 @@ a step or two of it, not to rounding.
 import dataclasses
 import json
 
+import jax
 import numpy as np
 import pytest
 
+from project import pipeline
 from project.analysis.profiles import is_retired
 from project.calibration.panel import living_rows
 from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
+from project.dispatch import choose_method
 from project.errors import ConfigurationError, ParamsError
 from project.models import DEFAULT_TASTE_SHOCK_SCALES
 from project.persist import save_bundle
@@ -23,10 +26,11 @@ from project.pipeline import (
     load_variant_solution,
     simulate_variant,
     solution_method,
+    solve_and_save,
     solve_variant,
+    variant_precision,
     variant_specification,
 )
-from project.solver.solve import choose_method
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
 GRID_VARIANT = "baseline_grid"
@@ -98,12 +102,43 @@ def solved(tmp_path_factory):
         save_bundle(result=result, directory=root / "simulation")
         out[variant.name] = {
             "root": root,
-            "solution": load_variant_solution(
-                specification=specification, directory=root / "solution"
-            ),
+            "solution": _load(specification, directory=root / "solution"),
             "panel": result.to_dataframe(),
         }
     return out[DEFAULT_VARIANT], out[GRID_VARIANT]
+
+
+def _load(specification, *, directory):
+    with variant_precision(specification):
+        return load_variant_solution(specification=specification, directory=directory)
+
+
+def test_a_solution_read_in_another_precision_is_refused_naming_the_context(tmp_path):
+    specification = variant_specification(VARIANTS[DEFAULT_VARIANT])
+    other = specification | {"x64": not jax.config.jax_enable_x64}
+    with pytest.raises(ConfigurationError, match="variant_precision"):
+        load_variant_solution(specification=other, directory=tmp_path)
+
+
+def test_the_pipeline_computes_in_the_variant_precision_and_restores_the_process(
+    monkeypatch, tmp_path
+):
+    specification = variant_specification(VARIANTS[DEFAULT_VARIANT])
+    specification |= {"x64": not jax.config.jax_enable_x64}
+    before = bool(jax.config.jax_enable_x64)
+    seen = []
+
+    def record(**_):
+        seen.append(bool(jax.config.jax_enable_x64))
+
+    for name in ("build_variant_model", "solve", "save_solution", "load_solution", "simulate"):
+        monkeypatch.setattr(pipeline, name, record)
+    monkeypatch.setattr(pipeline, "draw_initial_conditions", record)
+    solve_and_save(specification=specification, directory=tmp_path, fingerprint="f")
+    assert bool(jax.config.jax_enable_x64) == before
+    simulate_variant(specification=specification, settings={}, solution_directory=tmp_path)
+    assert bool(jax.config.jax_enable_x64) == before
+    assert seen == [not before] * 7  # solve: model, solve, save; simulate: model, load, draw, run
 
 
 def test_the_solution_and_the_bundle_record_the_method(solved):

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from project.dispatch import solve
 from project.grids import code_combinations
 from project.models import ijrs
 from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 from project.regimes.solution import RegimeSolution
-from project.solver import solve
 
 
 def ijrs_exact(

@@ -23,10 +23,10 @@ import pandas as pd
 
 from project.analysis.welfare import initial_states, lambdas_at, subject_weights
 from project.estimation.products import SavedEstimation
-from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
 from project.pipeline import build_variant_model
+from project.points import precision
 
 logger = logging.getLogger("project.analysis")
 

@@ -38,10 +38,10 @@ from project.analysis.accuracy import (
 )
 from project.analysis.notation import number
 from project.analysis.table_output import MINUS, Symbol, concatenated, write_table_files
+from project.dispatch import solve
 from project.persist.atomic import write_bytes_atomically
-from project.pipeline import build_variant_model, load_variant_solution
+from project.pipeline import build_variant_model, load_variant_solution, variant_precision
 from project.regimes.solution import RegimeSolution
-from project.solver import solve
 
 logger = logging.getLogger("project.analysis")
 
@@ -215,20 +215,21 @@ def write_validation(
     ``paths``: "result" (JSON: numbers, sentence, robustness, values, table) and the table's
     "tex", "typ", "md".
     """
-    solution = load_variant_solution(
-        specification=dict(specification), directory=Path(solution_directory)
-    )
-    grid = None
-    if grid_solution_directory is not None:
-        grid_specification = dict(specification) | {
-            "sizes": _without_savings(specification["sizes"])
-        }
-        grid = load_variant_solution(
-            specification=grid_specification, directory=Path(grid_solution_directory)
+    with variant_precision(specification):
+        solution = load_variant_solution(
+            specification=dict(specification), directory=Path(solution_directory)
         )
-    results = validation_results(
-        specification=specification, solution=solution, grid_solution=grid, factors=factors
-    )
+        grid = None
+        if grid_solution_directory is not None:
+            grid_specification = dict(specification) | {
+                "sizes": _without_savings(specification["sizes"])
+            }
+            grid = load_variant_solution(
+                specification=grid_specification, directory=Path(grid_solution_directory)
+            )
+        results = validation_results(
+            specification=specification, solution=solution, grid_solution=grid, factors=factors
+        )
     table = validation_table(results)
     write_table_files(
         table=table,

@@ -48,13 +48,13 @@ import pandas as pd
 
 from project.analysis.welfare_text import welfare_numbers
 from project.calibration.weighting import WEIGHT, attach_weights
+from project.dispatch import solve
 from project.estimation.products import load_estimation
-from project.estimation.variant import precision
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
-from project.pipeline import build_variant_model, load_variant_solution
+from project.pipeline import build_variant_model, load_variant_solution, variant_precision
+from project.points import precision
 from project.regimes.solution import RegimeSolution
-from project.solver import solve
 
 logger = logging.getLogger("project.analysis")
 
@@ -305,24 +305,25 @@ def write_welfare(
     """
     start = time.perf_counter()
     specification = dict(specifications[base])
-    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    solutions = {
-        v: load_variant_solution(
-            specification=dict(specifications[v]), directory=Path(solution_directories[v])
-        )
-        for v in (base, counterfactual)
-    }
     panel = load_table(Path(bundle_directories[base]))
     states = initial_states(panel)
     household_weights = subject_weights(states=states, weights=weights)
-    result = welfare_effect(
-        model=model,
-        base_params=specification["params"],
-        base_solution=solutions[base],
-        counterfactual_solution=solutions[counterfactual],
-        states=states,
-        weights=household_weights,
-    )
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        solutions = {
+            v: load_variant_solution(
+                specification=dict(specifications[v]), directory=Path(solution_directories[v])
+            )
+            for v in (base, counterfactual)
+        }
+        result = welfare_effect(
+            model=model,
+            base_params=specification["params"],
+            base_solution=solutions[base],
+            counterfactual_solution=solutions[counterfactual],
+            states=states,
+            weights=household_weights,
+        )
     simulated = simulated_consumption_utility(panel=panel, params=specification["params"])
     mean, error = weighted_mean_and_error(
         simulated.reindex(states["subject_id"]).to_numpy(), weights=household_weights

@@ -1,8 +1,8 @@
 """The endogenous grid method: Euler-equation inversion on a grid of savings (post-decision states).
 
-``project.solver.solve(..., method="egm")`` runs it; it is the default where a model admits it
-(see ``structure.py``). The solver package is imported first: its ``solve`` dispatches here, and
-these modules use its building blocks (plans, composition, state validation).
+``project.solve(..., method="egm")`` runs it (``project.dispatch``); it is the default where a
+model admits it (see ``structure.py``). These modules use the solver package's building blocks
+(plans, composition, state validation), which is imported first.
 """
 
 import project.solver  # noqa: F401  (import order: see above)

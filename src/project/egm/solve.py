@@ -59,7 +59,7 @@ def solve_egm(
 ) -> EGMSolution:
     """Solve ``model`` by EGM and return its endogenous-grid solution.
 
-    ``memory_limit`` (as in ``project.solver.solve``) is checked against XLA's buffer
+    ``memory_limit`` (as in ``project.solve``) is checked against XLA's buffer
     assignment of the compiled program before it runs (``budget.check_buffers``);
     ``on_invalid`` as there (NaN/inf in V or consumption raises, or warns with "warn").
     """

@@ -51,13 +51,13 @@ import jax
 import numpy as np
 import pandas as pd
 
+from project.dispatch import solve
 from project.estimation.errors import EstimationError
 from project.estimation.program import MomentProgram, compiles_moments
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
 from project.simulation import simulate, validate_initial_conditions
 from project.simulation.initial import REGIME, validate_regime_initial_conditions
-from project.solver import solve
 
 logger = logging.getLogger("project.estimation")
 

@@ -42,12 +42,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jax
 import numpy as np
 import optimagic as om
 import pandas as pd
@@ -59,6 +57,7 @@ from project.estimation.msm import estimate_msm
 from project.estimation.profiles import criterion_profiles
 from project.estimation.result import MSMResult
 from project.model.spec import Model
+from project.points import precision
 from project.regimes.spec import RegimeModel
 from project.simulation import draw_initial_conditions
 
@@ -215,17 +214,6 @@ def estimate_variant(
             ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
         )
         return outcome
-
-
-@contextmanager
-def precision(*, x64: bool) -> Iterator[None]:
-    """Compute in float64 (``x64``) or float32 inside; restore the process's precision after."""
-    previous = bool(jax.config.jax_enable_x64)
-    jax.config.update("jax_enable_x64", x64)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def visible_warnings(result: MSMResult) -> list[str]:

@@ -1,6 +1,6 @@
 """Models of several regimes (working life, retirement, death) linked by regime transitions.
 
-``project.solver.solve`` solves a ``RegimeModel`` (its dispatch imports ``regimes.solve``), and
+``project.solve`` solves a ``RegimeModel`` (``project.dispatch`` imports ``regimes.solve``), and
 the regime modules use the solver's building blocks: the solver package is imported first.
 """
 

@@ -66,7 +66,7 @@ def solve_on_grid(
 ) -> dict[str, Solution]:
     """Solve every regime of ``model`` on its grids; return each regime's ``Solution``.
 
-    ``memory_limit`` as in ``project.solver.solve``: the regimes are splayed to fit it
+    ``memory_limit`` as in ``project.solve``: the regimes are splayed to fit it
     (``memory.py``).
     """
     check_log_level(log_level)

@@ -42,8 +42,8 @@ from project.simulation.regimes import simulate_regimes
 from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
 from project.solver.checks import check_log_level
+from project.solver.grid_cache import grid_points_of
 from project.solver.solution import Solution
-from project.solver.solve import grid_points_of
 
 logger = logging.getLogger("project.simulation")
 
