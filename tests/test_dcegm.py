@@ -438,3 +438,25 @@ def test_euler_errors_refuse_a_model_with_discrete_choices(solution):
     states = {"lagged_retirement": [0], "wealth": [10.0]}
     with pytest.raises(ModelSpecificationError, match=r"discrete actions.*Euler errors"):
         euler_errors(solution, period=0, states=states)
+
+
+@pytest.mark.parametrize("sizes", [[2], [3], [2, 3], [3, 1, 2]])
+def test_a_flat_choice_reads_the_codes_of_its_combination(sizes):
+    """One action whose codes are the choices is the choice itself; others read their column."""
+    from types import SimpleNamespace
+
+    import jax
+    import jax.numpy as jnp
+
+    from project.egm.choices import choice_env
+    from project.grids import code_combinations
+
+    choices = code_combinations(sizes)
+    structure = SimpleNamespace(
+        choices=choices, discrete_actions=tuple(f"a{i}" for i in range(len(sizes)))
+    )
+    read = jax.jit(jax.vmap(lambda c: choice_env(structure, {"kept": 1}, c)))
+    env = read(jnp.arange(len(choices), dtype=jnp.int32))
+    assert env.pop("kept").tolist() == [1] * len(choices)
+    found = np.stack([np.asarray(env[a]) for a in structure.discrete_actions], axis=1)
+    np.testing.assert_array_equal(found, choices)

@@ -1,4 +1,9 @@
-"""Figures and tables of the paper, as pure functions from solutions and panels to files."""
+"""Figures, tables and the paper's numbers, from solutions, panels and estimates to files.
+
+Most are pure functions of saved products. Two solve the model again, through
+``project.dispatch.solve``: the validation (finer savings grids, ``validation.py``) and the
+welfare measure's delta method (the estimates moved by a step, ``welfare.py``).
+"""
 
 from project._lazy import lazy_exports
 
