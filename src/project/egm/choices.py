@@ -119,13 +119,14 @@ def choice_env(structure: EGMStructure, env: dict[str, Any], choice: jnp.ndarray
     An action whose codes are the choices themselves (one discrete action) is ``choice``; the
     others are read from their column of the code combinations.
     """
+    dtype = jax.dtypes.canonicalize_dtype(structure.choices.dtype)
     codes = {}
     for i, action in enumerate(structure.discrete_actions):
-        column = jnp.asarray(structure.choices[:, i])
-        if np.array_equal(structure.choices[:, i], np.arange(column.size)):
-            codes[action] = jnp.asarray(choice, dtype=column.dtype)
+        column = structure.choices[:, i]
+        if np.array_equal(column, np.arange(column.size)):
+            codes[action] = jnp.asarray(choice, dtype=dtype)
         else:
-            codes[action] = column.at[choice].get(wrap_negative_indices=False)
+            codes[action] = jnp.asarray(column).at[choice].get(wrap_negative_indices=False)
     return env | codes
 
 
