@@ -83,7 +83,9 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
         jnp.asarray(next_consumption), jnp.asarray(next_codes)
     ).reshape(following.context.shape)
     slope = following.slope[..., 0]
-    target = params[DISCOUNT_FACTOR] * jnp.sum(following.weight * slope * marginal, axis=(1, 2))
+    target = params[DISCOUNT_FACTOR] * jnp.sum(
+        following.scaled_weight * slope * marginal, axis=(1, 2)
+    )
     implied = jax.vmap(
         lambda x, c, row: utility.inverse_marginal(
             x[None], env_of(row, period), guess=c[None], tolerance=1e-14

@@ -14,6 +14,9 @@ Per discrete context and choice, on the savings grid ``s_j`` (the post-decision 
 4. with discrete actions, the upper envelope (``envelope.py``) drops the points that are not
    optimal and the rest are sorted; without, a non-monotone grid is reported instead.
 
+A model's ``continuation_scale`` (``project.model.continuation``) multiplies next period's value
+and marginal value inside both expectations.
+
 Below the first endogenous point the borrowing limit ``s_0`` binds: ``c = w - s_0`` and
 ``V(w) = u(w - s_0) + beta·E[V'(s_0)]``, both exact. Node 0 of every period is the point
 ``(w, c) = (s_0, 0)``, so interpolating consumption over all nodes gives ``c = w - s_0`` there.
@@ -409,8 +412,12 @@ class EGMPeriod:
 
         readers = [(k, t, reader(t)) for k, t in enumerate(self.targets) if t.reachable]
 
-        def expected(chosen: list[tuple[int, Callable[..., Any]]], pairs: Any, weight: Any) -> Any:
-            """Return the weighted sums over ``pairs`` (context, wealth, slope) of ``chosen``."""
+        def expected(chosen: list[tuple[int, Callable[..., Any]]], pairs: Any, weights: Any) -> Any:
+            """Return the weighted sums over ``pairs`` (context, wealth, slope) of ``chosen``.
+
+            ``weights``: (scaled, plain); the marginal and the value are summed with the
+            weights times the continuation scale, the inversion's guess with the plain ones.
+            """
 
             def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
                 totals = None
@@ -426,11 +433,11 @@ class EGMPeriod:
                 return totals
 
             # One vmap over the pairs, flattened (see the pairs in ``step``).
-            flat = (x.reshape(-1, *x.shape[weight.ndim :]) for x in pairs)
+            flat = (x.reshape(-1, *x.shape[weights[1].ndim :]) for x in pairs)
             parts = jax.vmap(per_pair)(*flat)
             return tuple(
                 jnp.tensordot(weight, part.reshape(*weight.shape, *part.shape[1:]), axes=2)
-                for part in parts
+                for weight, part in zip((weights[0], *weights), parts, strict=True)
             )
 
         # A target that reads none of the stochastic states lands in the same context and at
@@ -440,10 +447,13 @@ class EGMPeriod:
         pairs = (following.context, following.wealth, following.slope)
         totals = []
         if varying:
-            totals.append(expected(varying, pairs, following.weight))
+            totals.append(expected(varying, pairs, (following.scaled_weight, following.weight)))
         if invariant:
             first = tuple(x[:1] for x in pairs)
-            nodes = jnp.sum(following.weight, axis=0, keepdims=True)
+            nodes = tuple(
+                jnp.sum(w, axis=0, keepdims=True)
+                for w in (following.scaled_weight, following.weight)
+            )
             totals.append(expected(invariant, first, nodes))
         return tuple(sum(parts[1:], parts[0]) for parts in zip(*totals, strict=True))
 

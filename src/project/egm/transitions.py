@@ -15,17 +15,24 @@ import jax.numpy as jnp
 
 from project.egm.structure import EGMStructure
 from project.grids import code_combinations
+from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.spec import Model, transition_target
 from project.solver.sweep import compose
 
 
 class NextStates(NamedTuple):
-    """Per (outcome, shock node): next context; per savings point also next wealth and slope."""
+    """Per (outcome, shock node): next context; per savings point also next wealth and slope.
+
+    ``weight`` is the combination's probability; ``scaled_weight`` that times the model's
+    ``continuation_scale`` (``project.model.continuation``), the weight of next period's value
+    and marginal value in the expectation (``weight`` itself without one).
+    """
 
     context: jnp.ndarray
     wealth: jnp.ndarray
     slope: jnp.ndarray
     weight: jnp.ndarray
+    scaled_weight: jnp.ndarray
 
 
 class Transitions:
@@ -37,6 +44,7 @@ class Transitions:
         self.discrete_laws = compose(model, [f"next_{s}" for s in structure.deterministic_discrete])
         self.probabilities = compose(model, [transition_target(s) for s in structure.stochastic])
         self.outcomes = code_combinations([model.states[s].n_points for s in structure.stochastic])
+        self.scale = compose(model, [CONTINUATION_SCALE]) if has_continuation_scale(model) else None
 
     def next_states(
         self,
@@ -77,16 +85,24 @@ class Transitions:
             wealth, slope = jax.vmap(lambda s: jax.jvp(next_wealth, (s,), (jnp.ones_like(s),)))(
                 savings
             )
-            return structure.context_index(next_codes), wealth, slope
+            scale = (
+                jnp.ones((), savings.dtype)
+                if self.scale is None
+                else jnp.asarray(self.scale(outcome_env)[CONTINUATION_SCALE], savings.dtype)
+            )
+            return structure.context_index(next_codes), wealth, slope, scale
 
         outcomes = jnp.asarray(self.outcomes)
         if shocks:
-            context, wealth, slope = jax.vmap(
+            context, wealth, slope, scale = jax.vmap(
                 lambda codes: jax.vmap(lambda point: per_outcome(codes, point))(shocks)
             )(outcomes)
         else:
-            context, wealth, slope = jax.tree.map(
+            context, wealth, slope, scale = jax.tree.map(
                 lambda x: x[:, None], jax.vmap(lambda codes: per_outcome(codes, {}))(outcomes)
             )
         weight = jnp.multiply.outer(joint, shock_weights)
-        return NextStates(context=context, wealth=wealth, slope=slope, weight=weight)
+        scaled = weight if self.scale is None else weight * scale
+        return NextStates(
+            context=context, wealth=wealth, slope=slope, weight=weight, scaled_weight=scaled
+        )

@@ -23,6 +23,7 @@ import dags.exceptions
 from project.actions import ContinuousAction
 from project.errors import ModelSpecificationError
 from project.grids import ContinuousGrid, DiscreteGrid, Grid, IrregSpacedGrid
+from project.model.continuation import validate_continuation_scale
 from project.savings_grids import default_savings_grid
 from project.shocks import Shock
 from project.taste_shocks import TASTE_SHOCK_SCALE
@@ -52,14 +53,18 @@ class Model:
         actions: Action grids; continuous actions are searched on their grid, except a
             ``ContinuousAction()`` (``project.actions``), which states no points: EGM/DC-EGM
             computes it (grid search then needs a grid for it instead).
-        functions: ``utility``, ``next_<state>`` for every deterministic state, and auxiliaries.
+        functions: ``utility``, ``next_<state>`` for every deterministic state, and auxiliaries;
+            optionally ``continuation_scale``, a factor on next period's value inside the
+            expectation (``project.model.continuation``; e.g. ``(G psi')^(1 - rho)`` in a model
+            normalised by permanent income).
         constraints: Functions returning True where an action is feasible.
         stochastic_transitions: For each stochastic (discrete) state, a function returning the
             probability vector over its categories next period.
         n_periods: Number of periods; or give ``ages`` (one per period) instead.
         param_shapes: Shapes of array-valued parameters; every other parameter is a scalar.
         shocks: iid shocks by name (``project.shocks``); laws of motion may take them as the
-            realisation between this period and the next. They are integrated out, not V axes.
+            realisation between this period and the next (so may ``continuation_scale``). They
+            are integrated out, not V axes.
         post_decision_grid: The grid of the post-decision state (savings ``w - c`` of the one
             continuous state ``w`` and action ``c``) on which the endogenous grid method inverts
             the Euler equation. Its start is the borrowing limit. Without it EGM/DC-EGM uses
@@ -112,6 +117,7 @@ class Model:
         _validate_taste_shocks(self)
         _validate_shocks_and_savings_grid(self)
         _validate_graph(self)
+        validate_continuation_scale(self)
         _validate_distributed(self)
         unknown_shapes = sorted(set(self.param_shapes) - set(self.params_template))
         if unknown_shapes:
@@ -511,8 +517,8 @@ def _validate_shocks_and_savings_grid(model: Model) -> None:
             msg = (
                 f"Model {name!r}: {target!r} depends on the iid shocks {used}. A shock is the "
                 "realisation between this period and the next: only laws of motion of "
-                "deterministic states may use it. Make a shock that enters utility a discrete "
-                "stochastic state instead."
+                "deterministic states and 'continuation_scale' may use it. Make a shock that "
+                "enters utility a discrete stochastic state instead."
             )
             raise ModelSpecificationError(msg)
 

@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from project.grids import Grid, LinSpacedGrid
+from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.spec import RESERVED_ARGUMENTS, Model
 from project.points import float_dtype
 from project.solver.expectation import ExpectationPlan
@@ -216,6 +217,8 @@ def _row_obstacle(model: Model) -> str:
     shocked = [t for t in _transition_targets(model) if model.ancestors(t) & set(model.shocks)]
     if shocked:
         return f"{shocked[0]!r} uses iid shocks (integrated inside the general kernel)"
+    if has_continuation_scale(model):
+        return f"{CONTINUATION_SCALE!r} weights next period's values (in the general kernel)"
     state, action = states[0], actions[0]
     law = f"next_{state}"
     dependent = [

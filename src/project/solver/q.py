@@ -1,5 +1,8 @@
 """Q(s, a) = u(s, a) + beta * E[V_{t+1}(s')] at one state point, over a product of action points.
 
+A model's ``continuation_scale`` (``project.model.continuation``) multiplies each outcome's and
+shock node's V_{t+1} inside the expectation.
+
 The general kernel, the debugging Q kernel and the simulation all evaluate Q through this one
 function, so they agree by construction. How next period's V enters (pre-contracted W, kept
 outcomes, permanent axes) is set out in ``expectation.py``.
@@ -14,6 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from project.grids import Grid, code_combinations
+from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
 from project.shocks import shock_tables
 from project.solver.expectation import (
@@ -57,6 +61,7 @@ def build_q_function(
     kept_targets = [transition_target(s) for s in plan.kept] if continuation else []
     per_action = compose(model, ["utility", *checked, *kept_targets])
     per_outcome = compose(model, [f"next_{s}" for s in model.deterministic_states])
+    scale = compose(model, [CONTINUATION_SCALE]) if has_continuation_scale(model) else None
     grids: dict[str, Grid] = dict(model.states)
     kept_sizes = [grids[s].n_points for s in plan.kept]
     remaining_axes = [(s, grids[s]) for s in plan.interpolation_axes(model)]
@@ -98,12 +103,15 @@ def build_q_function(
                 env_outcome = env_action | {f"next_{s}": c for s, c in outcomes.items()}
                 env_outcome |= shocks or {}
                 next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
-                return interpolate_value(
+                value = interpolate_value(
                     values=reading,
                     axes=remaining_axes,
                     next_states=next_states | outcomes,
                     grid_points=grid_points,
                 )
+                if scale is None:
+                    return value
+                return scale(env_outcome)[CONTINUATION_SCALE] * value
 
             if plan.kept or model.shocks:
                 # Every kept outcome (and shock node), weighted by its joint probability.
