@@ -1,8 +1,10 @@
 """The data files shipped in ``data/``: where they live and the SHA-256 they must have.
 
-The files are byte-identical copies from the ``econ-ark`` 0.17.2 wheel (Apache-2.0); see
-data/README.md for their provenance and columns. They are never edited: a file whose checksum
-differs from the one recorded here was altered and is refused.
+The files are byte-identical copies from the ``econ-ark`` 0.17.2 wheel (Apache-2.0), or (the
+replication's age profiles) written by HARK 0.17.2's own functions with
+``data/replication/make_profiles.py``; see data/README.md for their provenance and columns.
+They are never edited: a file whose checksum differs from the one recorded here was
+altered and is refused.
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ VENDORED: dict[str, tuple[str, str]] = {
     "us_life_table": (
         "life_tables/USactuarial.txt",
         "807aa92d0f2cb71a9240a31ae35a34b4033ef0f7382d6dd1940b1162e91a7309",
+    ),
+    "solvingmicrodsops_profiles": (
+        "replication/solvingmicrodsops_profiles.csv",
+        "cc8ede53a4c8772b002ee9505533d4f996a2e91217bc6b9a08d33039df67a4fe",
     ),
 }
 """Name of each vendored file -> (path relative to ``DATA_DIR``, expected SHA-256 in hex)."""

@@ -1,0 +1,85 @@
+"""The SolvingMicroDSOPs buffer-stock model (``project.models.buffer_stock``) and its profiles.
+
+Oracle: HARK 0.17.2's ``IndShockConsumerType`` on the same profiles and a dense grid
+(``tests/oracles/hark_buffer_stock.json``, from ``benchmarks/hark_buffer_stock_reference.py``).
+"""
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from project.data.replication import read_profiles
+from project.data.vendored import verified_path
+from project.dispatch import solve
+from project.egm.accuracy import euler_errors
+from project.errors import DataError
+from project.models import buffer_stock
+
+REFERENCE = json.loads((Path(__file__).parent / "oracles" / "hark_buffer_stock.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def profiles():
+    return read_profiles(verified_path("solvingmicrodsops_profiles"))
+
+
+@pytest.fixture(scope="module")
+def solved(profiles):
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        params = buffer_stock.model_params(
+            profiles=profiles, crra=REFERENCE["crra"], beta=REFERENCE["beta"]
+        )
+        yield solve(model=buffer_stock.build_model(), params=params, method="egm")
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_consumption_matches_hark_at_every_stored_period(solved, x64):
+    wealth = {"wealth": np.asarray(REFERENCE["wealth"])}
+    assert len(REFERENCE["consumption"]) >= 8
+    for period, expected in REFERENCE["consumption"].items():
+        ours = solved.policy(period=int(period), states=wealth)["consumption"]
+        np.testing.assert_allclose(ours, expected, rtol=3e-4, err_msg=f"period {period}")
+
+
+def test_euler_errors_are_small_in_working_life(solved, x64):
+    for period in (0, 20, 37):
+        errors = euler_errors(solved, period=period, states={"wealth": np.linspace(1.0, 20, 40)})
+        assert np.nanmax(errors) < 1e-3, period
+
+
+def test_income_risk_stops_at_the_published_retirement_transition(profiles):
+    params = buffer_stock.model_params(profiles=profiles, crra=3.0, beta=0.9)
+    risky = buffer_stock.RISKY_TRANSITIONS
+    assert np.all(params["unemployment_risk"][:risky] == buffer_stock.UNEMPLOYMENT_PROBABILITY)
+    assert np.all(params["unemployment_risk"][risky:] == 0)
+    # The shocks are mean one while risky and exactly one afterwards.
+    for nodes in (params["permanent_nodes"], params["transitory_nodes"]):
+        np.testing.assert_allclose(nodes.mean(axis=1), 1.0, rtol=1e-12)
+        assert np.all(nodes[risky:] == 1.0)
+        assert np.all(nodes[:risky].std(axis=1) > 0.1)
+    assert params["income_growth"][40] == pytest.approx(0.6821)
+
+
+@pytest.mark.parametrize(
+    ("edit", "match"),
+    [
+        (lambda text: text.replace("survival", "survival_rate"), "columns are"),
+        (lambda text: text.replace("0.998341", "1.5"), r"survival must lie in \(0, 1\]"),
+        (lambda text: "\n".join(text.splitlines()[:-1]) + "\n", "ages must run 25..89"),
+        (lambda text: text.replace("0.6821", "nan"), "finite number"),
+    ],
+)
+def test_damaged_profiles_are_refused(tmp_path, edit, match):
+    source = verified_path("solvingmicrodsops_profiles")
+    damaged = tmp_path / "profiles.csv"
+    shutil.copy(source, damaged)
+    damaged.write_text(edit(damaged.read_text()))
+    with pytest.raises(DataError, match=match):
+        read_profiles(damaged)
