@@ -48,6 +48,7 @@ from project.config import (
     ESTIMATION,
     GRID_CHECK,
     PAPER,
+    REPLICATION,
     ROBUSTNESS,
     ROOT,
     STATUS_QUO,
@@ -219,6 +220,55 @@ for check in ROBUSTNESS:
             directory=produces.parent,
             sources=sources,
         )
+
+
+REPLICATION_MARKER = directory_product(BLD / "replication" / "estimation" / MARKER_NAME)
+REPLICATION_PROFILES = vendored_path(f"profiles_{REPLICATION.calibration}")
+REPLICATION_TABLES = {
+    "estimates": _table_paths("replication"),
+    "fit": _table_paths("replication_fit"),
+}
+
+
+@task(kwargs={"settings_json": _hashed(asdict(REPLICATION))})
+@runs_sources
+def task_estimate_replication(
+    settings_json: str,
+    profiles_file: Path = REPLICATION_PROFILES,
+    households_file: Path = vendored_path("scf_wealth_income_ratios"),
+    sources: list[Path] = RUNS,
+    produces: Path = REPLICATION_MARKER,
+) -> None:
+    """Estimate the published buffer-stock model again, on its own data and calibration."""
+    from project.estimation.replication import estimate_replication_into
+
+    estimate_replication_into(
+        settings=json.loads(settings_json),
+        profiles_file=profiles_file,
+        households_file=households_file,
+        directory=produces.parent,
+    )
+
+
+@task(kwargs={"settings_json": _hashed(asdict(REPLICATION))})
+@runs_sources
+def task_replication_tables(
+    settings_json: str,
+    replication_marker: Path = REPLICATION_MARKER,
+    sources: list[Path] = RUNS,
+    produces: dict[str, dict[str, Path]] = REPLICATION_TABLES,
+) -> None:
+    """Tabulate the published estimates beside ours, and the medians' fit."""
+    from project.analysis.replication import write_replication_tables
+    from project.estimation.products import load_estimation
+    from project.provenance import product_provenance
+
+    settings = json.loads(settings_json)
+    write_replication_tables(
+        saved=load_estimation(replication_marker.parent),
+        paths=produces,
+        provenance=product_provenance(config=settings, seed=settings["seed"]),
+    )
 
 
 for variant in VARIANTS.values():
@@ -659,6 +709,8 @@ def task_paper_numbers(
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
+    replication_marker: Path = REPLICATION_MARKER,
+    replication_profiles: Path = REPLICATION_PROFILES,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     results: dict[str, Path] = RESULTS,
@@ -674,6 +726,8 @@ def task_paper_numbers(
         estimation_directories={v: m.parent for v, m in estimation_markers.items()},
         robustness_directories={c: m.parent for c, m in robustness_markers.items()},
         robustness_specs=json.loads(robustness_json),
+        replication_directory=replication_marker.parent,
+        replication_profiles=replication_profiles,
         calibration_directories={v: m.parent for v, m in calibration_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         results=results,
@@ -703,6 +757,7 @@ CATALOGUE = {
     "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
     "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",
     "robustness/*/estimation": "A robustness check's re-estimation (same layout as above).",
+    "replication/estimation": "The published buffer-stock estimation, estimated again.",
     "*/calibration": "A variant's calibrated weights, targets before/after and diagnostics.",
     "data/*": "Real data prepared for estimation: SCF moments and survival (data/README.md).",
     "figures/*": "A figure of the paper (PNG and PDF).",
@@ -729,6 +784,7 @@ def task_catalogue(
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
+    replication_marker: Path = REPLICATION_MARKER,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     data_products: dict[str, Path] = DATA_PRODUCTS,
     sources: list[Path] = RUNS,

@@ -5,7 +5,7 @@ Run in the HARK environment (``benchmarks/setup_hark_env.sh``), from the reposit
     /work/hark-env/bin/python benchmarks/hark_buffer_stock_reference.py
 
 It solves HARK's ``IndShockConsumerType`` with the published estimation's profiles
-(``data/replication/solvingmicrodsops_profiles.csv``; income risk up to transition 38, as the
+(``data/replication/profiles_notes2026.csv``; income risk up to transition 38, as the
 published code's ``T_retire = 39``) on a dense grid of 2,000 end-of-period assets, at
 rho = 3.69 and an estimated discount factor of 0.88 (the published estimates), and writes
 c_t(m) at a few periods and points to ``tests/oracles/hark_buffer_stock.json``, which
@@ -28,7 +28,7 @@ WEALTH = (0.3, 0.6, 1.0, 1.5, 2.5, 4.0, 7.0, 12.0, 25.0)
 
 
 def main() -> None:
-    with (ROOT / "data" / "replication" / "solvingmicrodsops_profiles.csv").open() as handle:
+    with (ROOT / "data" / "replication" / "profiles_notes2026.csv").open() as handle:
         rows = list(csv.DictReader(handle))
 
     def column(name: str) -> list[float]:

@@ -23,7 +23,7 @@ REFERENCE = json.loads((Path(__file__).parent / "oracles" / "hark_buffer_stock.j
 
 @pytest.fixture(scope="module")
 def profiles():
-    return read_profiles(verified_path("solvingmicrodsops_profiles"))
+    return read_profiles(verified_path("profiles_notes2026"))
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_income_risk_stops_at_the_published_retirement_transition(profiles):
     ],
 )
 def test_damaged_profiles_are_refused(tmp_path, edit, match):
-    source = verified_path("solvingmicrodsops_profiles")
+    source = verified_path("profiles_notes2026")
     damaged = tmp_path / "profiles.csv"
     shutil.copy(source, damaged)
     damaged.write_text(edit(damaged.read_text()))

@@ -36,8 +36,16 @@ EXPECTED_SHA256 = {
     "life_tables/USactuarial.txt": (
         "807aa92d0f2cb71a9240a31ae35a34b4033ef0f7382d6dd1940b1162e91a7309"
     ),
+    "replication/SCFdata.csv": ("8a1935cb2e9c32259cb959754cb7d6946d37eecb5b85b02d107011bd8800df76"),
+    "replication/profiles_hark2019.csv": (
+        "7285ef70d2a996a4180ba32a1e271c34a2447ba813e09dfbcc5f7c51fe31c5c6"
+    ),
+    "replication/profiles_notes2026.csv": (
+        "cc8ede53a4c8772b002ee9505533d4f996a2e91217bc6b9a08d33039df67a4fe"
+    ),
 }
-"""Computed from the files inside the econ-ark 0.17.2 wheel (and matching its RECORD)."""
+"""Computed from the files inside the econ-ark 0.17.2 wheel (and matching its RECORD), the
+econ-ark/HARK repository at 66d1ecd9 (``SCFdata.csv``) and ``make_profiles.py``'s output."""
 LINE_OF_50_55 = 672
 """The file's line of the All/All (50,55] row (line 1 is the header)."""
 

@@ -344,6 +344,57 @@ same stationary variance), a larger taste-shock scale and another age range (the
 group, where the model's missing bequest motive matters most, left out). The smoke profile
 runs the taste-shock check alone."""
 
+
+@dataclass(frozen=True)
+class ReplicationSettings:
+    """How ``task_estimate_replication`` replicates the published buffer-stock estimation.
+
+    ``project.estimation.replication`` says what is as published and what is ours: the model
+    (``project.models.buffer_stock``) on the ``calibration``'s profiles
+    (``data/replication/profiles_<calibration>.csv``) and the published SCF extract
+    (``data/replication/SCFdata.csv``); ``n_subjects`` simulated households whose initial assets
+    are drawn with ``seed`` (the published 31,382; the simulation's shocks use ``seed + 1``);
+    the published estimator (Nelder-Mead with ``nelder_mead_options`` from ``start``, the
+    published start) and efficient MSM on the medians (``algorithm``, ``algo_options``,
+    finite differences of ``relative_step`` times the param; the medians' variances from
+    ``bootstrap_draws`` resamples of the households). ``bounds`` keep crra away from 1 (log
+    utility, where the model's closed forms divide by zero).
+    """
+
+    calibration: str = "hark2019"
+    n_subjects: int = 10_000
+    seed: int = 31_382
+    n_savings: int = 150
+    start: dict[str, float] = field(default_factory=lambda: {"beta": 0.99, "crra": 4.0})
+    bounds: dict[str, tuple[float, float]] = field(
+        default_factory=lambda: {"beta": (0.5, 1.2), "crra": (1.1, 15.0)}
+    )
+    nelder_mead_options: dict[str, Any] = field(
+        default_factory=lambda: {"convergence_xtol_abs": 1e-4, "convergence_ftol_abs": 1e-4}
+    )
+    algorithm: str = "pounders"
+    algo_options: dict[str, Any] = field(
+        default_factory=lambda: {"trustregion_initial_radius": 0.05, "stopping_maxiter": 60}
+    )
+    relative_step: float = 1e-3
+    bootstrap_draws: int = 500
+    profiles: bool = False
+
+
+REPLICATION = (
+    ReplicationSettings()
+    if PROFILE == "default"
+    else ReplicationSettings(
+        n_subjects=500,
+        n_savings=60,
+        nelder_mead_options={"stopping_maxfun": 8},
+        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 3},
+        bootstrap_draws=50,
+    )
+)
+"""The replication's choices; the smoke profile simulates 500 households and stops each search
+after a few steps (its estimates are no replication, only a check that the chain runs)."""
+
 VALIDATION_FACTORS: tuple[int, ...] = (2, 4) if PROFILE == "default" else (2,)
 """The grid-convergence check solves the baseline with its savings grid this many times finer
 (``project.analysis.validation``)."""

@@ -298,6 +298,17 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert f"| {beta['estimate'].iloc[0]:.4f} |" in robustness
         assert welfare["checks"][name]["estimates"] == {"beta": float(beta["estimate"].iloc[0])}
         assert f"| {100 * welfare['checks'][name]['lambda']:.2f} |" in robustness
+    replication = json.loads((bld / "replication/estimation/summary.json").read_text())
+    assert replication["variant"] == "replication"
+    assert sorted(replication["searches"]) == ["efficient MSM", "published criterion"]
+    assert len(replication["searches"]["published criterion"]["moments"]) == 7
+    replicated = pd.read_feather(bld / "replication/estimation/estimates.arrow")
+    assert list(replicated["param"]) == ["beta", "crra"]
+    assert (
+        f"| {replicated['estimate'].iloc[1]:.3f} |" in (bld / "tables/replication.md").read_text()
+    )
+    numbers = json.loads((bld / "paper/numbers.json").read_text())
+    assert numbers["replication"]["households"] == "10,475"
     log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log
@@ -492,6 +503,7 @@ def test_incremental_contract(serial_build):
             "task_define_model",  # the estimates' product records the new fingerprint
             "task_estimation_report",
             "task_robustness_table",
+            "task_replication_tables",  # reads the replication, which runs the edited file
             "task_paper_numbers",
             "task_catalogue",  # lists the estimates' new checksums
         }

@@ -30,6 +30,7 @@ from project.analysis.notation import (
     symbol,
     variant_name,
 )
+from project.analysis.replication import replication_numbers, replication_sentence
 from project.analysis.robustness import Welfare, read_welfare, robustness_estimates_sentence
 from project.analysis.tables import (
     ALL_TYPES,
@@ -51,6 +52,7 @@ from project.analysis.welfare_text import (
     welfare_sentence,
 )
 from project.calibration import load_calibration
+from project.data.replication import read_profiles
 from project.data.scf import IMPLICATES, WAVES
 from project.errors import ConfigurationError
 from project.estimation.inference import CONFIDENCE
@@ -298,6 +300,8 @@ def paper_numbers(
     robustness: Mapping[str, SavedEstimation],
     robustness_specs: Mapping[str, Mapping[str, Any]],
     robustness_welfare: Welfare | None,
+    replication: SavedEstimation,
+    replication_profiles: pd.DataFrame,
     calibration_summaries: Mapping[str, Mapping[str, Any]],
     calibration_tables: Mapping[str, pd.DataFrame],
     panels: Mapping[str, pd.DataFrame],
@@ -331,6 +335,7 @@ def paper_numbers(
         "welfare": dict(welfare["numbers"]),
         "validation": dict(validation["numbers"]),
         "provenance": provenance_numbers(provenance),
+        "replication": replication_numbers(replication, profiles=replication_profiles),
         "text": {
             "abstract_result": welfare_text["abstract"],
             "calibration_targets": calibration_targets_sentence(
@@ -355,6 +360,7 @@ def paper_numbers(
                 specs=robustness_specs,
                 welfare=robustness_welfare,
             ),
+            "replication": replication_sentence(replication),
         },
     }
 
@@ -404,6 +410,8 @@ def write_paper_numbers(
     estimation_directories: Mapping[str, Path],
     robustness_directories: Mapping[str, Path],
     robustness_specs: Mapping[str, Mapping[str, Any]],
+    replication_directory: Path,
+    replication_profiles: Path,
     calibration_directories: Mapping[str, Path],
     bundle_directories: Mapping[str, Path],
     results: Mapping[str, Path],
@@ -420,6 +428,8 @@ def write_paper_numbers(
         robustness={c: load_estimation(d) for c, d in robustness_directories.items()},
         robustness_specs=robustness_specs,
         robustness_welfare=read_welfare(results) if robustness_directories else None,
+        replication=load_estimation(replication_directory),
+        replication_profiles=read_profiles(replication_profiles),
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
         calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},

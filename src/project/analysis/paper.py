@@ -45,6 +45,8 @@ PAPER_TABLES = (
     "retirement_age",
     "welfare",
     "robustness",
+    "replication",
+    "replication_fit",
 )
 """Table stems the paper includes from ``<bld>/tables/`` (as ``.typ``); labels ``tab:<stem>``."""
 

@@ -1,9 +1,16 @@
-"""The age profiles of the published buffer-stock estimation (``data/replication/``).
+"""The published buffer-stock estimation's inputs (``data/replication/``, see data/README.md).
 
-``solvingmicrodsops_profiles.csv`` (written by ``data/replication/make_profiles.py`` with HARK
-0.17.2; see data/README.md) has one row per transition from age 25 + t to 26 + t, t = 0..64:
-permanent income growth, the permanent and transitory shocks' standard deviations, the
-survival probability and the discount-factor profile. ``read_profiles`` checks it.
+``profiles_<calibration>.csv`` (written by ``data/replication/make_profiles.py`` with HARK
+0.17.2) has one row per transition from age 25 + t to 26 + t, t = 0..64: permanent income
+growth, the permanent and transitory shocks' standard deviations, the survival probability and
+the discount-factor profile; ``read_profiles`` checks it.
+
+``SCFdata.csv`` (the estimation's data as HARK distributed it) has one row per SCF household:
+its ratio of net worth to permanent income, its age group (1..7 for 26-30 ... 56-60) and its
+weight (weights sum to the group's household count); ``read_wealth_ratios`` checks it.
+``weighted_medians`` gives each group's weighted median (the smallest ratio at which the
+cumulated weight reaches half the group's) and ``bootstrap_median_variances`` their sampling
+variances, from resampling households within each group with replacement.
 """
 
 from __future__ import annotations
@@ -26,6 +33,9 @@ COLUMNS = (
     "discount_profile",
 )
 FIRST_AGE, N_TRANSITIONS = 25, 65
+RATIO_COLUMNS = ("wealth_income_ratio", "age_group", "weight")
+AGE_GROUPS = ((25, 30), (30, 35), (35, 40), (40, 45), (45, 50), (50, 55), (55, 60))
+"""The ages of ``age_group`` 1..7 as (first age - 1, last age], like the SCF moment table's."""
 
 
 def read_profiles(path: Path) -> pd.DataFrame:
@@ -55,3 +65,61 @@ def read_profiles(path: Path) -> pd.DataFrame:
         msg = f"{shown}: " + "; ".join(problems) + ". Restore the file from git."
         raise DataError(msg)
     return frame
+
+
+def read_wealth_ratios(path: Path) -> pd.DataFrame:
+    """Return the SCF households at ``path`` after checking columns, groups and weights."""
+    shown = display_path(path)
+    frame = pd.read_csv(path)
+    if tuple(frame.columns) != RATIO_COLUMNS:
+        msg = (
+            f"{shown}: columns are {list(frame.columns)}, expected {list(RATIO_COLUMNS)}. "
+            "Restore the file from git."
+        )
+        raise DataError(msg)
+    groups = set(frame["age_group"].unique())
+    problems = []
+    if not np.isfinite(frame.to_numpy(dtype=float)).all():
+        problems.append("every cell must be a finite number")
+    if groups != set(range(1, len(AGE_GROUPS) + 1)):
+        problems.append(
+            f"age_group must take the values 1..{len(AGE_GROUPS)}, got {sorted(groups)}"
+        )
+    if not (frame["weight"] > 0).all():
+        problems.append("weights must be > 0")
+    if problems:
+        msg = f"{shown}: " + "; ".join(problems) + ". Restore the file from git."
+        raise DataError(msg)
+    return frame
+
+
+def weighted_medians(frame: pd.DataFrame) -> np.ndarray:
+    """Return each age group's weighted median ratio, groups in order."""
+    return np.asarray(
+        [
+            _weighted_median(rows["wealth_income_ratio"].to_numpy(), rows["weight"].to_numpy())
+            for _, rows in frame.groupby("age_group", sort=True)
+        ]
+    )
+
+
+def bootstrap_median_variances(frame: pd.DataFrame, *, n_draws: int, seed: int) -> np.ndarray:
+    """Return the variance of each group's weighted median over ``n_draws`` resamples.
+
+    Each draw resamples a group's households with replacement (as many as it has), keeping
+    their weights; the groups are independent samples.
+    """
+    rng = np.random.default_rng(seed)
+    variances = []
+    for _, rows in frame.groupby("age_group", sort=True):
+        ratios, weights = rows["wealth_income_ratio"].to_numpy(), rows["weight"].to_numpy()
+        draws = rng.integers(0, len(rows), size=(n_draws, len(rows)))
+        medians = [_weighted_median(ratios[d], weights[d]) for d in draws]
+        variances.append(float(np.var(medians, ddof=1)))
+    return np.asarray(variances)
+
+
+def _weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    order = np.argsort(values, kind="stable")
+    cumulated = np.cumsum(weights[order])
+    return float(values[order][np.searchsorted(cumulated, 0.5 * cumulated[-1])])

@@ -1,7 +1,7 @@
 """The data files shipped in ``data/``: where they live and the SHA-256 they must have.
 
-The files are byte-identical copies from the ``econ-ark`` 0.17.2 wheel (Apache-2.0), or (the
-replication's age profiles) written by HARK 0.17.2's own functions with
+The files are byte-identical copies from the ``econ-ark`` 0.17.2 wheel or the econ-ark/HARK
+repository (Apache-2.0), or (the replication's age profiles) written with HARK 0.17.2 by
 ``data/replication/make_profiles.py``; see data/README.md for their provenance and columns.
 They are never edited: a file whose checksum differs from the one recorded here was
 altered and is refused.
@@ -32,9 +32,17 @@ VENDORED: dict[str, tuple[str, str]] = {
         "life_tables/USactuarial.txt",
         "807aa92d0f2cb71a9240a31ae35a34b4033ef0f7382d6dd1940b1162e91a7309",
     ),
-    "solvingmicrodsops_profiles": (
-        "replication/solvingmicrodsops_profiles.csv",
+    "profiles_hark2019": (
+        "replication/profiles_hark2019.csv",
+        "7285ef70d2a996a4180ba32a1e271c34a2447ba813e09dfbcc5f7c51fe31c5c6",
+    ),
+    "profiles_notes2026": (
+        "replication/profiles_notes2026.csv",
         "cc8ede53a4c8772b002ee9505533d4f996a2e91217bc6b9a08d33039df67a4fe",
+    ),
+    "scf_wealth_income_ratios": (
+        "replication/SCFdata.csv",
+        "8a1935cb2e9c32259cb959754cb7d6946d37eecb5b85b02d107011bd8800df76",
     ),
 }
 """Name of each vendored file -> (path relative to ``DATA_DIR``, expected SHA-256 in hex)."""

@@ -4,7 +4,7 @@ The structural estimation of Carroll's "Solution Methods for Microeconomic Dynam
 Optimization Problems" (the notes' section "Structural Estimation"; Table 11 of the version of
 2026-03-11). A household lives from age 25 to at most 90. Permanent income P grows by the age
 profile G_t and a mean-one permanent shock psi; income is P times a mean-one transitory shock
-theta, or zero with probability ``UNEMPLOYMENT_PROBABILITY`` while working; from 64 on income
+theta, or zero with probability ``UNEMPLOYMENT_PROBABILITY`` while working; from 65 on income
 is deterministic (``RISKY_TRANSITIONS``; the replacement drop is in G). The household cannot
 borrow. CRRA utility; the discount factor of age t is the estimated ``beta`` times an age
 profile beta_t (Cagetti 2003) times the probability of surviving to t + 1.
@@ -43,7 +43,7 @@ N_NODES = 7
 UNEMPLOYMENT_PROBABILITY = 0.005
 """The probability of zero income in a working year (none in retirement)."""
 RISKY_TRANSITIONS = 39
-"""Transitions 0..38 (from ages 25..63) carry income risk; from 39 on income is deterministic:
+"""Transitions 0..38 (to ages 26..64) carry income risk; from 39 on income is deterministic:
 the published code's ``T_retire = 39``, from which HARK gives every period the retirees' income
 distribution (no shocks, no unemployment) whatever the shock profiles say."""
 PROFILES = (
