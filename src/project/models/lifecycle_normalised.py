@@ -1,0 +1,304 @@
+"""A life-cycle model that can meet the SCF: from 25 to 100, normalised by permanent income.
+
+Three regimes, solved by DC-EGM (``continuation_scale`` carries the normalisation):
+
+- *working* (state: cash on hand over permanent income, m = M / P; actions: claim the pension
+  or not, consumption). Permanent income grows by the age profile G_t and a mean-one
+  permanent shock psi'; income is P theta' with a mean-one transitory shock, or zero with
+  probability ``UNEMPLOYMENT_PROBABILITY`` (``buffer_stock``'s process, its shocks stated as
+  equiprobable bins whose values by age are params). Working costs the share ``work_cost`` of
+  consumption (utility ((1 - work_cost) c)^(1 - rho) / (1 - rho), so the model stays
+  homothetic). Claiming is possible from ``EARLIEST_CLAIM`` and never forced: the household
+  claims when working no longer pays.
+- *retired* (state: cash on hand over the pension, m = M / B). Claiming at age t fixes the
+  pension B = ``replacement`` x ``claiming_factor[t]`` x P_t for life (the US rule: reduced
+  before the full retirement age, raised by delayed credits up to 70; ``CLAIMING_FACTORS``).
+  From the claim on, m' = R (m - c) + 1.
+- *dead*: a warm-glow bequest ``bequest_weight * (m + bequest_shift)^(1 - rho) / (1 - rho)`` of
+  the cash on hand the household would have had (the year's income included), in the units of
+  the regime it leaves (the shift scales with them).
+
+Taste shocks (EV1, on the claim) are additive in normalised utility: their scale must stay
+well below |V| at the top of the wealth grid, where CRRA values with rho > 1 approach zero (at
+rho = 3 and a scale of 0.001, a savings grid to 100 gave V >= 0 there, which ``solve``
+reports); hence the grid to 40 times permanent income.
+
+Survival: the parameter array ``survival_probabilities`` (one per period, from the vendored
+life table in the pipeline). With m in units of P (working) or B (retired), V(M, P) =
+P^(1 - rho) v(M / P): a worker's continuation is weighted by (G_t psi')^(1 - rho) if she keeps
+working and by (replacement x claiming_factor[t])^(1 - rho) if she claims. The last period
+(age 99) consumes what is left.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from project.actions import ContinuousAction
+from project.errors import ParamsError
+from project.grids import DiscreteGrid, LogSpacedGrid
+from project.model import Model
+from project.models.buffer_stock import (
+    N_NODES,
+    UNEMPLOYMENT_PROBABILITY,
+    borrowing_constraint,
+    node_tables,
+    permanent_shock,
+    transitory_income,
+)
+from project.regimes import RegimeModel, TerminalRegime
+from project.savings_grids import exponential_grid
+from project.shocks import DiscreteShock
+
+FIRST_AGE, LAST_AGE = 25, 99
+EARLIEST_CLAIM = 62
+CLAIMING_FACTORS = {62: 0.70, 63: 0.75, 64: 0.80, 65: 0.8667, 66: 0.9333, 67: 1.0, 68: 1.08}
+CLAIMING_FACTORS |= {69: 1.16, 70: 1.24}
+"""The share of the full pension paid to a claimant by claiming age (US Social Security for a
+full retirement age of 67: 5/9 % a month for the first 36 months early, 5/12 % a month beyond;
+8 % a year of delayed credits up to 70, none after)."""
+DEFAULT_PARAMS = {
+    "beta": 0.96,
+    "crra": 3.0,
+    "interest_factor": 1.03,
+    "replacement": 0.6821,
+    "work_cost": 0.2,
+    "bequest_weight": 1.0,
+    "bequest_shift": 1.0,
+    "taste_shock_scale": 1e-3,
+}
+"""Calibrated defaults; ``replacement`` is the Cocco, Gomes and Maenhout (2005) high-school
+replacement rate HARK lists; crra, beta, work_cost and the bequest params are to be estimated."""
+
+
+@dataclass(frozen=True)
+class ClaimStatus:
+    """Whether a worker claims the pension this period (retired from the next)."""
+
+    working: int = 0
+    claim: int = 1
+
+
+def n_periods() -> int:
+    """Return the number of periods (ages 25..99)."""
+    return LAST_AGE - FIRST_AGE + 1
+
+
+def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeModel:
+    """Return the model (working, retired, dead) on ages 25..99."""
+    ages = range(FIRST_AGE, LAST_AGE + 1)
+    wealth = LogSpacedGrid(start=0.05, stop=savings_max, n_points=50, name="wealth")
+    savings = exponential_grid(stop=savings_max, n_points=n_savings, n_nests=3)
+    periods = n_periods()
+    survival = {"survival_probabilities": (periods,)}
+    bins = tuple(float(k) for k in range(N_NODES))
+    working = Model(
+        name="working",
+        states={"wealth": wealth},
+        actions={"claim": DiscreteGrid(ClaimStatus), "consumption": ContinuousAction()},
+        functions={
+            "utility": working_utility,
+            "inverse_utility": working_inverse_utility,
+            "inverse_marginal_utility": working_inverse_marginal_utility,
+            "permanent_shock": permanent_shock,
+            "transitory_income": transitory_income,
+            "pension_units": pension_units,
+            "next_wealth": working_next_wealth,
+            "continuation_scale": working_continuation_scale,
+            "survival": survival_from_table,
+        },
+        constraints={"borrowing_constraint": borrowing_constraint, "claim_age": claim_age},
+        shocks={
+            "permanent_bin": DiscreteShock(nodes=bins),
+            "transitory_bin": DiscreteShock(nodes=bins),
+            "unemployed": DiscreteShock(
+                nodes=(0.0, 1.0), weights=(1 - UNEMPLOYMENT_PROBABILITY, UNEMPLOYMENT_PROBABILITY)
+            ),
+        },
+        ages=ages,
+        param_shapes={
+            **survival,
+            "income_growth": (periods,),
+            "unemployment_risk": (periods,),
+            "claiming_factor": (periods,),
+            "permanent_nodes": (periods, N_NODES),
+            "transitory_nodes": (periods, N_NODES),
+        },
+        post_decision_grid=savings,
+        taste_shocks=True,
+    )
+    retired = Model(
+        name="retired",
+        states={"wealth": wealth},
+        actions={"consumption": ContinuousAction()},
+        functions={
+            "utility": retired_utility,
+            "inverse_utility": retired_inverse_utility,
+            "inverse_marginal_utility": retired_inverse_marginal_utility,
+            "next_wealth": retired_next_wealth,
+            "survival": survival_from_table,
+        },
+        constraints={"borrowing_constraint": borrowing_constraint},
+        ages=ages,
+        param_shapes=survival,
+        post_decision_grid=savings,
+    )
+    return RegimeModel(
+        name="lifecycle_normalised",
+        regimes={"working": working, "retired": retired, "dead": TerminalRegime(value=bequest)},
+        transitions={"working": working_transition, "retired": retired_transition},
+    )
+
+
+def model_params(
+    *,
+    income_growth: np.ndarray,
+    permanent_shock_sd: np.ndarray,
+    transitory_shock_sd: np.ndarray,
+    survival: np.ndarray,
+    values: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """Return the params from age profiles (one entry per period, ages 25..99) and ``values``.
+
+    ``values`` override ``DEFAULT_PARAMS``. Income risk and unemployment apply while the profile
+    gives a shock; ``claiming_factor`` follows ``CLAIMING_FACTORS`` (1 before 62: no claim).
+    """
+    ages = np.arange(FIRST_AGE, LAST_AGE + 1)
+    arrays = {
+        "income_growth": income_growth,
+        "permanent_shock_sd": permanent_shock_sd,
+        "transitory_shock_sd": transitory_shock_sd,
+        "survival": survival,
+    }
+    for name, array in arrays.items():
+        if np.shape(array) != ages.shape:
+            msg = (
+                f"lifecycle_normalised: {name} must have one entry per age {FIRST_AGE}.."
+                f"{LAST_AGE} ({ages.size}), got shape {np.shape(array)}."
+            )
+            raise ParamsError(msg)
+    risky = (np.asarray(permanent_shock_sd) + np.asarray(transitory_shock_sd)) > 0
+    claiming = [CLAIMING_FACTORS.get(int(a), CLAIMING_FACTORS[70] if a > 70 else 1.0) for a in ages]
+    return (
+        DEFAULT_PARAMS
+        | dict(values or {})
+        | {
+            "income_growth": np.asarray(income_growth, dtype=float),
+            "survival_probabilities": np.asarray(survival, dtype=float),
+            "unemployment_risk": np.where(risky, UNEMPLOYMENT_PROBABILITY, 0.0),
+            "claiming_factor": np.asarray(claiming, dtype=float),
+            "permanent_nodes": node_tables(permanent_shock_sd),
+            "transitory_nodes": node_tables(transitory_shock_sd),
+        }
+    )
+
+
+def working_utility(
+    consumption: jnp.ndarray, crra: jnp.ndarray, work_cost: jnp.ndarray
+) -> jnp.ndarray:
+    """Return CRRA utility of consumption net of the cost of working."""
+    return ((1 - work_cost) * consumption) ** (1 - crra) / (1 - crra)
+
+
+def working_inverse_utility(
+    utility_level: jnp.ndarray, crra: jnp.ndarray, work_cost: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the consumption whose ``working_utility`` is ``utility_level``."""
+    return ((1 - crra) * utility_level) ** (1 / (1 - crra)) / (1 - work_cost)
+
+
+def working_inverse_marginal_utility(
+    marginal_utility: jnp.ndarray, crra: jnp.ndarray, work_cost: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the consumption whose marginal ``working_utility`` is ``marginal_utility``."""
+    return (marginal_utility / (1 - work_cost) ** (1 - crra)) ** (-1 / crra)
+
+
+def retired_utility(consumption: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return CRRA utility."""
+    return consumption ** (1 - crra) / (1 - crra)
+
+
+def retired_inverse_utility(utility_level: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return the consumption whose utility is ``utility_level``."""
+    return ((1 - crra) * utility_level) ** (1 / (1 - crra))
+
+
+def retired_inverse_marginal_utility(
+    marginal_utility: jnp.ndarray, crra: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the consumption whose marginal utility is ``marginal_utility``."""
+    return marginal_utility ** (-1 / crra)
+
+
+def claim_age(claim: jnp.ndarray, age: jnp.ndarray) -> jnp.ndarray:
+    """Return whether the choice is allowed: claiming only from ``EARLIEST_CLAIM``."""
+    return (claim == ClaimStatus.working) | (age >= EARLIEST_CLAIM)
+
+
+def pension_units(
+    claim: jnp.ndarray,
+    period: jnp.ndarray,
+    permanent_shock: jnp.ndarray,
+    income_growth: jnp.ndarray,
+    replacement: jnp.ndarray,
+    claiming_factor: jnp.ndarray,
+) -> jnp.ndarray:
+    """Return next period's normaliser over this period's permanent income.
+
+    G_t psi' for a worker who keeps working, the pension over P_t for one who claims.
+    """
+    growth = income_growth[period] * permanent_shock
+    return jnp.where(claim == ClaimStatus.claim, replacement * claiming_factor[period], growth)
+
+
+def working_next_wealth(
+    wealth: jnp.ndarray,
+    consumption: jnp.ndarray,
+    claim: jnp.ndarray,
+    pension_units: jnp.ndarray,
+    transitory_income: jnp.ndarray,
+    interest_factor: jnp.ndarray,
+) -> jnp.ndarray:
+    """Return next m: R a / (G psi') + theta' working on, R a / (B / P) + 1 after a claim."""
+    income = jnp.where(claim == ClaimStatus.claim, 1.0, transitory_income)
+    return interest_factor / pension_units * (wealth - consumption) + income
+
+
+def working_continuation_scale(pension_units: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
+    """Return the normaliser's growth to the power 1 - rho."""
+    return pension_units ** (1 - crra)
+
+
+def retired_next_wealth(
+    wealth: jnp.ndarray, consumption: jnp.ndarray, interest_factor: jnp.ndarray
+) -> jnp.ndarray:
+    """Return R a + 1: savings with interest plus a year's pension (the unit)."""
+    return interest_factor * (wealth - consumption) + 1.0
+
+
+def survival_from_table(period: jnp.ndarray, survival_probabilities: jnp.ndarray) -> jnp.ndarray:
+    """Return the probability of living to the next period."""
+    return survival_probabilities[period]
+
+
+def working_transition(claim: jnp.ndarray, survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return next period's regime of a worker who survives with probability ``survival``."""
+    return {"working": survival * (1 - claim), "retired": survival * claim, "dead": 1 - survival}
+
+
+def retired_transition(survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
+    """Return next period's regime of a retiree."""
+    return {"retired": survival, "dead": 1 - survival}
+
+
+def bequest(
+    wealth: jnp.ndarray, crra: jnp.ndarray, bequest_weight: jnp.ndarray, bequest_shift: jnp.ndarray
+) -> jnp.ndarray:
+    """Return the warm-glow value of leaving ``wealth`` (in the leaving regime's units)."""
+    return bequest_weight * (wealth + bequest_shift) ** (1 - crra) / (1 - crra)

@@ -1,0 +1,92 @@
+"""The life-cycle model normalised by permanent income (``project.models.lifecycle_normalised``).
+
+Oracles: a retiree who cannot die and leaves no bequest is a perfect-foresight consumer with a
+pension of one a year, whose consumption away from the borrowing limit has a closed form;
+claiming is impossible before 62 and never forced; the profiles' validation refuses a profile
+of the wrong length.
+"""
+
+import numpy as np
+import pytest
+
+from project.data import survival_probabilities
+from project.data.replication import read_profiles
+from project.data.vendored import verified_path
+from project.dispatch import solve
+from project.errors import ParamsError
+from project.models import lifecycle_normalised as model_module
+
+AGES = np.arange(model_module.FIRST_AGE, model_module.LAST_AGE + 1)
+
+
+def profiles() -> dict[str, np.ndarray]:
+    """Return the working-life profiles of the 2026 notes (CGM high school, Sabelhaus-Song),
+    held at their age-64 values (income growth 1) for later working years."""
+    notes = read_profiles(verified_path("profiles_notes2026"))
+    out = {}
+    for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd"):
+        values = notes[name].to_numpy()[:40]
+        tail = 1.0 if name == "income_growth" else values[-1]
+        out[name] = np.concatenate([values, np.full(AGES.size - 40, tail)])
+    return out
+
+
+@pytest.fixture(scope="module")
+def solved():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        survival = survival_probabilities(
+            path=verified_path("us_life_table"), ages=list(AGES), female_share=0.5
+        )
+        params = model_module.model_params(**profiles(), survival=np.asarray(survival))
+        yield params, solve(model=model_module.build_model(), params=params)
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_nobody_claims_before_62_and_the_old_do(solved, x64):
+    _, solution = solved
+    wealth = {"wealth": np.array([0.5, 1.0, 3.0, 10.0])}
+    for period, age in enumerate(AGES[:-1]):
+        claims = np.asarray(
+            solution.choice_probabilities(period=period, states=wealth, regime="working")
+        )[:, 1]
+        if age < model_module.EARLIEST_CLAIM:
+            assert np.all(claims == 0), age
+        if age >= 75:
+            assert np.all(claims > 0.99), age
+
+
+def test_values_are_finite_and_rise_with_wealth(solved, x64):
+    _, solution = solved
+    wealth = {"wealth": np.linspace(0.2, 30.0, 40)}
+    for regime in ("working", "retired"):
+        for period in (0, 30, 45, 70):
+            value = solution.value(period=period, states=wealth, regime=regime)
+            assert np.all(np.isfinite(value)) and np.all(np.diff(value) > 0), (regime, period)
+
+
+def test_an_immortal_retiree_without_bequest_is_the_perfect_foresight_consumer(x64):
+    survival = np.ones(AGES.size)
+    params = model_module.model_params(
+        **profiles(), survival=survival, values={"bequest_weight": 0.0}
+    )
+    solution = solve(model=model_module.build_model(), params=params)
+    beta, crra, rate = params["beta"], params["crra"], params["interest_factor"]
+    growth = (beta * rate) ** (1 / crra) / rate
+    for period in (50, 60, 70):
+        remaining = AGES.size - 1 - period
+        pensions = sum(rate**-s for s in range(1, remaining + 1))
+        propensity = 1 / sum(growth**s for s in range(remaining + 1))
+        wealth = np.array([20.0, 30.0])
+        expected = propensity * (wealth + pensions)
+        ours = solution.policy(period=period, states={"wealth": wealth}, regime="retired")
+        np.testing.assert_allclose(ours["consumption"], expected, rtol=1e-6)
+
+
+def test_a_profile_of_the_wrong_length_is_refused():
+    short = {name: values[:-1] for name, values in profiles().items()}
+    with pytest.raises(ParamsError, match=r"one entry per age 25\.\.99"):
+        model_module.model_params(**short, survival=np.ones(AGES.size - 1))
