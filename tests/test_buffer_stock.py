@@ -26,25 +26,36 @@ def profiles():
     return read_profiles(verified_path("profiles_notes2026"))
 
 
+def solve_case(calibration: str):
+    """Return our solution of ``calibration`` at the reference's estimates (float64)."""
+    case = REFERENCE["cases"][calibration]
+    params = buffer_stock.model_params(
+        profiles=read_profiles(verified_path(f"profiles_{calibration}")),
+        crra=case["crra"],
+        beta=case["beta"],
+    )
+    return solve(model=buffer_stock.build_model(), params=params, method="egm")
+
+
 @pytest.fixture(scope="module")
-def solved(profiles):
+def solved():
     import jax
 
     jax.config.update("jax_enable_x64", True)
     try:
-        params = buffer_stock.model_params(
-            profiles=profiles, crra=REFERENCE["crra"], beta=REFERENCE["beta"]
-        )
-        yield solve(model=buffer_stock.build_model(), params=params, method="egm")
+        yield solve_case("notes2026")
     finally:
         jax.config.update("jax_enable_x64", False)
 
 
-def test_consumption_matches_hark_at_every_stored_period(solved, x64):
+@pytest.mark.parametrize("calibration", ["notes2026", "hark2019"])
+def test_consumption_matches_hark_at_every_stored_period(calibration, x64):
+    solution = solve_case(calibration)
     wealth = {"wealth": np.asarray(REFERENCE["wealth"])}
-    assert len(REFERENCE["consumption"]) >= 8
-    for period, expected in REFERENCE["consumption"].items():
-        ours = solved.policy(period=int(period), states=wealth)["consumption"]
+    stored = REFERENCE["cases"][calibration]["consumption"]
+    assert len(stored) >= 8
+    for period, expected in stored.items():
+        ours = solution.policy(period=int(period), states=wealth)["consumption"]
         np.testing.assert_allclose(ours, expected, rtol=3e-4, err_msg=f"period {period}")
 
 

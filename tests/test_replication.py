@@ -37,9 +37,11 @@ from project.estimation.products import SavedEstimation
 from project.estimation.replication import (
     MSM,
     PUBLISHED,
+    PUBLISHED_BOOTSTRAP,
     PUBLISHED_CRITERION,
     ReplicationMoments,
     absolute_deviations,
+    other_draws_name,
 )
 
 
@@ -153,6 +155,7 @@ def saved() -> SavedEstimation:
             "moment": names,
             "data": [0.78, 1.28, 2.0, 2.65, 3.51, 4.18, 5.3],
             "simulated": [1.09, 1.77, 2.28, 2.7, 3.14, 3.77, 4.41],
+            "t_stat": [5.1, 7.0, 3.1, 0.4, -3.2, -3.6, -4.3],
             "n_data": [772, 1093, 1483, 1740, 1917, 1836, 1634],
         }
     )
@@ -169,7 +172,10 @@ def saved() -> SavedEstimation:
                 "objective": 41852.17,
                 "params": {"beta": 1.00572, "crra": 4.76568},
                 "moments": [1.1, 1.8, 2.4, 2.85, 3.3, 3.95, 4.6],
+                "at_published": {"estimate": 41860.4, "bootstrap run": 41871.9},
             },
+            other_draws_name(2): {"objective": 41840.0, "params": {"beta": 1.0052, "crra": 4.83}},
+            other_draws_name(3): {"objective": 41866.0, "params": {"beta": 1.0061, "crra": 4.71}},
             MSM: {"objective": 121.25},
         },
     }
@@ -178,11 +184,21 @@ def saved() -> SavedEstimation:
 
 def test_the_table_sets_each_estimate_against_the_published_one():
     table = replication_table(saved()).set_index("Estimate")
-    published = table.loc[ROWS["published"]]
-    assert published["γ"] == f"{PUBLISHED['crra']['estimate']:.3f}"
-    ours = table.loc[ROWS[PUBLISHED_CRITERION]]
-    gap = (4.76568 - PUBLISHED["crra"]["estimate"]) / PUBLISHED["crra"]["std_error"]
-    assert ours["γ gap"] == f"−{abs(gap):.1f}"
+    assert list(table.index) == [
+        ROWS["published"],
+        ROWS["bootstrap"],
+        ROWS[PUBLISHED_CRITERION],
+        f"{ROWS[PUBLISHED_CRITERION]}, draws 2",
+        f"{ROWS[PUBLISHED_CRITERION]}, draws 3",
+        ROWS[MSM],
+    ]
+    assert table.loc[ROWS["published"], "γ"] == f"{PUBLISHED['crra']:.3f}"
+    assert table.loc[ROWS["published"], "γ gap"] == "—"
+    assert table.loc[ROWS["published"], "Criterion"] == "41,860"
+    standard_error = PUBLISHED_BOOTSTRAP["crra"]["std_error"]
+    assert table.loc[ROWS["bootstrap"], "γ s.e."] == f"{standard_error:.3f}"
+    gap = (4.76568 - PUBLISHED["crra"]) / standard_error
+    assert table.loc[ROWS[PUBLISHED_CRITERION], "γ gap"] == f"−{abs(gap):.1f}"
     assert table.loc[ROWS[MSM], CORRELATION] == "−0.980"
     assert table.loc[ROWS[MSM], "Criterion"] == "J = 121.2 (5), p < 0.001"
 
@@ -195,9 +211,24 @@ def test_every_figure_of_the_sentence_is_a_cell_of_the_tables():
             text = f"{value:.{decimals}f}" if decimals and isinstance(value, float) else str(value)
             cells |= set(re.findall(r"\d+\.\d+", text.replace("−", "-")))
     figures = re.findall(r"\d+\.\d+", sentence.replace("−", "-"))
-    assert len(figures) >= 12 and set(figures) <= cells, sorted(set(figures) - cells)
-    assert "less steeply" in sentence and "ages 56–60" in sentence
-    assert "less patience" in sentence
+    assert len(figures) >= 20 and set(figures) <= cells, sorted(set(figures) - cells)
+    assert "less steeply" in sentence and "levels at ages 56–60" in sentence
+    assert "sampling error at ages 31–35 (t = 7.00)" in sentence
+    assert "less patience" in sentence and "we have not rerun it" in sentence
+    assert "within 2 published standard errors of the published estimate" in sentence
+
+
+def test_a_replication_off_by_more_than_two_standard_errors_says_so():
+    far = saved()
+    far.summary["searches"][PUBLISHED_CRITERION]["params"] = {"beta": 1.0049, "crra": 4.5}
+    assert "more than 2 published standard errors" in replication_sentence(far)
+
+
+def test_the_standard_error_ratios_use_unrounded_values():
+    sentence = replication_sentence(saved())
+    beta_ratio = 0.0253 / PUBLISHED_BOOTSTRAP["beta"]["std_error"]
+    gamma_ratio = 2.6625 / PUBLISHED_BOOTSTRAP["crra"]["std_error"]
+    assert f"{gamma_ratio:.0f} and {beta_ratio:.0f} times" in sentence
 
 
 def test_the_setup_facts_come_from_the_product_and_the_profiles():
