@@ -15,6 +15,7 @@ variances, from resampling households within each group with replacement.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -40,55 +41,73 @@ AGE_GROUPS = ((25, 30), (30, 35), (35, 40), (40, 45), (45, 50), (50, 55), (55, 6
 
 def read_profiles(path: Path) -> pd.DataFrame:
     """Return the profiles at ``path`` after checking columns, ages and ranges."""
-    shown = display_path(path)
-    frame = pd.read_csv(path)
-    if tuple(frame.columns) != COLUMNS:
-        msg = (
-            f"{shown}: columns are {list(frame.columns)}, expected {list(COLUMNS)}. Restore "
-            "the file from git or write it again with data/replication/make_profiles.py."
-        )
-        raise DataError(msg)
-    values = frame.to_numpy(dtype=float)
-    expected_ages = FIRST_AGE + np.arange(N_TRANSITIONS)
-    problems = []
-    if len(frame) != N_TRANSITIONS or not np.array_equal(frame["age"], expected_ages):
-        problems.append(f"ages must run {FIRST_AGE}..{FIRST_AGE + N_TRANSITIONS - 1}, one row each")
-    if not np.isfinite(values).all():
-        problems.append("every cell must be a finite number")
-    if not ((frame["survival"] > 0) & (frame["survival"] <= 1)).all():
-        problems.append("survival must lie in (0, 1]")
-    if not (frame[["permanent_shock_sd", "transitory_shock_sd"]] >= 0).all().all():
-        problems.append("shock standard deviations must be >= 0")
-    if not ((frame["income_growth"] > 0) & (frame["discount_profile"] > 0)).all():
-        problems.append("income growth and discount factors must be > 0")
-    if problems:
-        msg = f"{shown}: " + "; ".join(problems) + ". Restore the file from git."
-        raise DataError(msg)
-    return frame
+
+    def problems(frame: pd.DataFrame) -> list[str]:
+        found = []
+        expected_ages = FIRST_AGE + np.arange(N_TRANSITIONS)
+        if len(frame) != N_TRANSITIONS or not np.array_equal(frame["age"], expected_ages):
+            found.append(
+                f"ages must run {FIRST_AGE}..{FIRST_AGE + N_TRANSITIONS - 1}, one row each"
+            )
+        if not ((frame["survival"] > 0) & (frame["survival"] <= 1)).all():
+            found.append("survival must lie in (0, 1]")
+        if not (frame[["permanent_shock_sd", "transitory_shock_sd"]] >= 0).all().all():
+            found.append("shock standard deviations must be >= 0")
+        if not ((frame["income_growth"] > 0) & (frame["discount_profile"] > 0)).all():
+            found.append("income growth and discount factors must be > 0")
+        return found
+
+    return _read_checked(
+        path,
+        columns=COLUMNS,
+        problems=problems,
+        restore="Restore it from git or write it again with data/replication/make_profiles.py.",
+    )
 
 
 def read_wealth_ratios(path: Path) -> pd.DataFrame:
     """Return the SCF households at ``path`` after checking columns, groups and weights."""
+
+    def problems(frame: pd.DataFrame) -> list[str]:
+        found = []
+        groups = set(frame["age_group"].unique())
+        if groups != set(range(1, len(AGE_GROUPS) + 1)):
+            found.append(
+                f"age_group must take the values 1..{len(AGE_GROUPS)}, got {sorted(groups)}"
+            )
+        if not (frame["weight"] > 0).all():
+            found.append("weights must be > 0")
+        return found
+
+    return _read_checked(
+        path, columns=RATIO_COLUMNS, problems=problems, restore="Restore the file from git."
+    )
+
+
+def _read_checked(
+    path: Path,
+    *,
+    columns: tuple[str, ...],
+    problems: Callable[[pd.DataFrame], list[str]],
+    restore: str,
+) -> pd.DataFrame:
+    """Return the CSV at ``path`` after checking its columns, its numbers and ``problems``.
+
+    Raises ``DataError`` naming what is wrong and how to ``restore`` the file.
+    """
     shown = display_path(path)
     frame = pd.read_csv(path)
-    if tuple(frame.columns) != RATIO_COLUMNS:
-        msg = (
-            f"{shown}: columns are {list(frame.columns)}, expected {list(RATIO_COLUMNS)}. "
-            "Restore the file from git."
-        )
+    if tuple(frame.columns) != columns:
+        msg = f"{shown}: columns are {list(frame.columns)}, expected {list(columns)}. {restore}"
         raise DataError(msg)
-    groups = set(frame["age_group"].unique())
-    problems = []
-    if not np.isfinite(frame.to_numpy(dtype=float)).all():
-        problems.append("every cell must be a finite number")
-    if groups != set(range(1, len(AGE_GROUPS) + 1)):
-        problems.append(
-            f"age_group must take the values 1..{len(AGE_GROUPS)}, got {sorted(groups)}"
-        )
-    if not (frame["weight"] > 0).all():
-        problems.append("weights must be > 0")
-    if problems:
-        msg = f"{shown}: " + "; ".join(problems) + ". Restore the file from git."
+    found = (
+        []
+        if np.isfinite(frame.to_numpy(dtype=float)).all()
+        else ["every cell must be a finite number"]
+    )
+    found += problems(frame)
+    if found:
+        msg = f"{shown}: " + "; ".join(found) + f". {restore}"
         raise DataError(msg)
     return frame
 

@@ -52,7 +52,7 @@ from project.estimation.errors import EstimationError
 from project.estimation.msm import estimate_msm
 from project.estimation.products import save_estimation
 from project.estimation.profiles import criterion_profiles
-from project.estimation.variant import EstimationOutcome, visible_warnings
+from project.estimation.variant import EstimationOutcome, search_record, visible_warnings
 from project.models import buffer_stock
 from project.points import precision
 from project.simulation.forward import simulate
@@ -201,15 +201,7 @@ def estimate_replication(
             settings=settings,
             seconds=time.perf_counter() - started,
             warnings=visible_warnings(result),
-            searches={
-                **criterion,
-                MSM: {
-                    "objective": result.objective,
-                    "params": result.params,
-                    "kept": True,
-                    "local_searches": list(result.local_searches),
-                },
-            },
+            searches={**criterion, MSM: search_record(result, kept=True)},
             profiles=(
                 criterion_profiles(simulate_moments=simulator, result=result)
                 if settings.get("profiles", True)

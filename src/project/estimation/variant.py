@@ -195,13 +195,7 @@ def estimate_variant(
             seconds=time.perf_counter() - started,
             warnings=visible_warnings(result),
             searches={
-                name: {
-                    "objective": found.objective,
-                    "params": found.params,
-                    "kept": found is result,
-                    "local_searches": list(found.local_searches),
-                }
-                for name, found in searches.items()
+                name: search_record(found, kept=found is result) for name, found in searches.items()
             },
             profiles=profiles,
         )
@@ -214,6 +208,16 @@ def estimate_variant(
             ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
         )
         return outcome
+
+
+def search_record(result: MSMResult, *, kept: bool) -> dict[str, Any]:
+    """Return what an estimation's summary records of one search: where it ended, how."""
+    return {
+        "objective": result.objective,
+        "params": result.params,
+        "kept": kept,
+        "local_searches": list(result.local_searches),
+    }
 
 
 def visible_warnings(result: MSMResult) -> list[str]:

@@ -47,10 +47,14 @@ from project.models.buffer_stock import (
     N_NODES,
     UNEMPLOYMENT_PROBABILITY,
     borrowing_constraint,
+    inverse_marginal_utility,
+    inverse_utility,
     node_tables,
     permanent_shock,
     transitory_income,
+    utility,
 )
+from project.models.lifecycle_regimes import bequest_value, survival_from_table
 from project.regimes import RegimeModel, TerminalRegime
 from project.savings_grids import exponential_grid
 from project.shocks import DiscreteShock
@@ -137,9 +141,9 @@ def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeMod
         states={"wealth": wealth},
         actions={"consumption": ContinuousAction()},
         functions={
-            "utility": retired_utility,
-            "inverse_utility": retired_inverse_utility,
-            "inverse_marginal_utility": retired_inverse_marginal_utility,
+            "utility": utility,
+            "inverse_utility": inverse_utility,
+            "inverse_marginal_utility": inverse_marginal_utility,
             "next_wealth": retired_next_wealth,
             "survival": survival_from_table,
         },
@@ -150,7 +154,11 @@ def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeMod
     )
     return RegimeModel(
         name="lifecycle_normalised",
-        regimes={"working": working, "retired": retired, "dead": TerminalRegime(value=bequest)},
+        regimes={
+            "working": working,
+            "retired": retired,
+            "dead": TerminalRegime(value=bequest_value),
+        },
         transitions={"working": working_transition, "retired": retired_transition},
     )
 
@@ -219,23 +227,6 @@ def working_inverse_marginal_utility(
     return (marginal_utility / (1 - work_cost) ** (1 - crra)) ** (-1 / crra)
 
 
-def retired_utility(consumption: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
-    """Return CRRA utility."""
-    return consumption ** (1 - crra) / (1 - crra)
-
-
-def retired_inverse_utility(utility_level: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
-    """Return the consumption whose utility is ``utility_level``."""
-    return ((1 - crra) * utility_level) ** (1 / (1 - crra))
-
-
-def retired_inverse_marginal_utility(
-    marginal_utility: jnp.ndarray, crra: jnp.ndarray
-) -> jnp.ndarray:
-    """Return the consumption whose marginal utility is ``marginal_utility``."""
-    return marginal_utility ** (-1 / crra)
-
-
 def claim_age(claim: jnp.ndarray, age: jnp.ndarray) -> jnp.ndarray:
     """Return whether the choice is allowed: claiming only from ``EARLIEST_CLAIM``."""
     return (claim == ClaimStatus.working) | (age >= EARLIEST_CLAIM)
@@ -282,11 +273,6 @@ def retired_next_wealth(
     return interest_factor * (wealth - consumption) + 1.0
 
 
-def survival_from_table(period: jnp.ndarray, survival_probabilities: jnp.ndarray) -> jnp.ndarray:
-    """Return the probability of living to the next period."""
-    return survival_probabilities[period]
-
-
 def working_transition(claim: jnp.ndarray, survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
     """Return next period's regime of a worker who survives with probability ``survival``."""
     return {"working": survival * (1 - claim), "retired": survival * claim, "dead": 1 - survival}
@@ -295,10 +281,3 @@ def working_transition(claim: jnp.ndarray, survival: jnp.ndarray) -> dict[str, j
 def retired_transition(survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
     """Return next period's regime of a retiree."""
     return {"retired": survival, "dead": 1 - survival}
-
-
-def bequest(
-    wealth: jnp.ndarray, crra: jnp.ndarray, bequest_weight: jnp.ndarray, bequest_shift: jnp.ndarray
-) -> jnp.ndarray:
-    """Return the warm-glow value of leaving ``wealth`` (in the leaving regime's units)."""
-    return bequest_weight * (wealth + bequest_shift) ** (1 - crra) / (1 - crra)
