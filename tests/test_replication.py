@@ -166,7 +166,7 @@ def saved() -> SavedEstimation:
         "warnings": [],
         "param_names": ["beta", "crra"],
         "covariance": [[0.0253**2, -0.98 * 0.0253 * 2.6625], [-0.98 * 0.0253 * 2.6625, 2.6625**2]],
-        "settings": {"n_subjects": 10_000, "n_savings": 150},
+        "settings": {"n_subjects": 10_000, "n_savings": 150, "relative_step": 0.001},
         "searches": {
             PUBLISHED_CRITERION: {
                 "objective": 41852.17,
@@ -176,7 +176,10 @@ def saved() -> SavedEstimation:
             },
             other_draws_name(2): {"objective": 41840.0, "params": {"beta": 1.0052, "crra": 4.83}},
             other_draws_name(3): {"objective": 41866.0, "params": {"beta": 1.0061, "crra": 4.71}},
-            MSM: {"objective": 121.25},
+            MSM: {
+                "objective": 121.25,
+                "std_errors_by_step": {"0.01": {"beta": 0.0221, "crra": 2.3346}},
+            },
         },
     }
     return SavedEstimation(estimates=estimates, moments=moments, summary=summary)
@@ -191,7 +194,9 @@ def test_the_table_sets_each_estimate_against_the_published_one():
         f"{ROWS[PUBLISHED_CRITERION]}, draws 2",
         f"{ROWS[PUBLISHED_CRITERION]}, draws 3",
         ROWS[MSM],
+        "Same, s.e. from steps of 1 % instead of 0.1 %",
     ]
+    assert table.loc["Same, s.e. from steps of 1 % instead of 0.1 %", "γ s.e."] == "2.335"
     assert table.loc[ROWS["published"], "γ"] == f"{PUBLISHED['crra']:.3f}"
     assert table.loc[ROWS["published"], "γ gap"] == "—"
     assert table.loc[ROWS["published"], "Criterion"] == "41,860"
@@ -216,6 +221,8 @@ def test_every_figure_of_the_sentence_is_a_cell_of_the_tables():
     assert "sampling error at ages 31–35 (t = 7.00)" in sentence
     assert "less patience" in sentence and "we have not rerun it" in sentence
     assert "within 2 published standard errors of the published estimate" in sentence
+    steps = "With steps of 1 % instead of 0.1 % the standard errors are 2.335 and 0.0221."
+    assert steps in sentence
 
 
 def test_a_replication_off_by_more_than_two_standard_errors_says_so():

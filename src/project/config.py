@@ -357,8 +357,9 @@ class ReplicationSettings:
     the published estimator (Nelder-Mead with ``nelder_mead_options`` from ``start``, the
     published start, and again on ``published_criterion_draws`` - 1 other sets of simulated
     draws from its estimate, to measure the simulation noise) and efficient MSM on the medians
-    (``algorithm``, ``algo_options``, finite differences of ``relative_step`` times the param;
-    the medians' variances from ``bootstrap_draws`` resamples of the households). ``bounds``
+    (``algorithm``, ``algo_options``, finite differences of ``relative_step`` times the param,
+    and the standard errors again with each of ``alternative_steps``; the medians' variances
+    from ``bootstrap_draws`` resamples of the households). ``bounds``
     keep crra away from 1 (log utility, where the model's closed forms divide by zero).
     """
 
@@ -378,6 +379,7 @@ class ReplicationSettings:
         default_factory=lambda: {"trustregion_initial_radius": 0.05, "stopping_maxiter": 60}
     )
     relative_step: float = 1e-3
+    alternative_steps: tuple[float, ...] = (1e-2,)
     bootstrap_draws: int = 500
     published_criterion_draws: int = 3
     profiles: bool = False

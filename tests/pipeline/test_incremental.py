@@ -300,7 +300,7 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert f"| {100 * welfare['checks'][name]['lambda']:.2f} |" in robustness
     replication = json.loads((bld / "replication/estimation/summary.json").read_text())
     assert replication["variant"] == "replication"
-    assert sorted(replication["searches"]) == ["efficient MSM", "published criterion"]
+    assert {"efficient MSM", "published criterion"} <= set(replication["searches"])
     assert len(replication["searches"]["published criterion"]["moments"]) == 7
     replicated = pd.read_feather(bld / "replication/estimation/estimates.arrow")
     assert list(replicated["param"]) == ["beta", "crra"]
@@ -404,6 +404,7 @@ def test_the_paper_states_the_numbers_of_the_products(serial_build):
         "Results",
         "Counterfactual: a pension cut",
         "Robustness",
+        "Replication of a published estimation",
         "Provenance",
         "References",
     ]
@@ -535,7 +536,11 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
     outcomes = build(root, n_workers=2, parallel_backend="dask", expression=chains)
     assert executed(outcomes) == {
         f"task_{t}[{v}]" for t in ("define_model", "solve", "simulate") for v in ALL_VARIANTS
-    } | ESTIMATION_TASKS | ROBUSTNESS_TASKS | {"task_prepare_data", "task_estimation_report"}
+    } | ESTIMATION_TASKS | ROBUSTNESS_TASKS | {
+        "task_prepare_data",
+        "task_estimation_report",
+        "task_estimate_replication",
+    }
     parallel_digests = product_digests(root)
     assert parallel_digests
     assert parallel_digests == {k: serial_digests[k] for k in parallel_digests}

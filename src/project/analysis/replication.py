@@ -120,10 +120,25 @@ def replication_table(saved: SavedEstimation) -> pd.DataFrame:
             f"p {p_relation(p_value(float(summary['j_p_value'])))}",
         }
     )
+    for label, errors in _step_rows(saved):
+        rows.append(
+            _row(label, msm["estimate"].to_dict())
+            | {_se(p): number(errors[p], decimals=PARAMS[p][1]) for p in PARAMS}
+        )
     columns = [ESTIMATE]
     for param in PARAMS:
         columns += [PARAMS[param][0], _se(param), _gap_column(param)]
     return pd.DataFrame(rows).reindex(columns=[*columns, CORRELATION, CRITERION]).fillna(NONE)
+
+
+def _step_rows(saved: SavedEstimation) -> list[tuple[str, dict[str, float]]]:
+    """Return (row label, standard errors) of MSM with each other finite-difference step."""
+    main = percent(float(saved.summary["settings"]["relative_step"]), decimals=1)
+    by_step = saved.summary["searches"][MSM].get("std_errors_by_step", {})
+    return [
+        (f"Same, s.e. from steps of {percent(float(step), decimals=0)} instead of {main}", errors)
+        for step, errors in by_step.items()
+    ]
 
 
 def _criterion(value: float) -> str:
@@ -277,12 +292,28 @@ def _msm_sentence(saved: SavedEstimation, msm: pd.Series) -> str:
         f"estimate, with standard errors {joined([f'{r:.0f}' for r in ratios])} times the "
         f"published bootstrap ones. The two estimates are correlated at {msm[CORRELATION]}: more "
         f"risk aversion with {'less' if correlation < 0 else 'more'} patience fits the medians "
-        f"almost as well, a long valley of the criterion. These standard errors rest on "
+        f"almost as well, a long valley of the criterion.{_step_clause(saved)} These standard "
+        f"errors rest on "
         f"finite-difference derivatives of simulated medians and a linear approximation over a "
         f"wide range, so we read them as a sign of weak identification, not as exact intervals; "
         f"we conjecture that the published bootstrap, which starts each Nelder\u2013Mead search at "
         f"the estimate on the same simulated draws, does not travel along the valley, but we have "
         f"not rerun it."
+    )
+
+
+def _step_clause(saved: SavedEstimation) -> str:
+    """Return how the MSM standard errors change with the finite-difference step."""
+    clauses = [
+        f"{label.removeprefix('Same, s.e. from ')} the standard errors are "
+        f"{number(errors['crra'], decimals=PARAMS['crra'][1])} and "
+        f"{number(errors['beta'], decimals=PARAMS['beta'][1])}"
+        for label, errors in _step_rows(saved)
+    ]
+    return (
+        f" With steps of {'; with steps of '.join(c.removeprefix('steps of ') for c in clauses)}."
+        if clauses
+        else ""
     )
 
 

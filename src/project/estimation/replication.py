@@ -31,6 +31,7 @@ published simulation replaces those who die; nobody dies before 65 in this calib
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -52,6 +53,7 @@ from project.estimation.errors import EstimationError
 from project.estimation.msm import estimate_msm
 from project.estimation.products import save_estimation
 from project.estimation.profiles import criterion_profiles
+from project.estimation.result import MSMResult
 from project.estimation.variant import EstimationOutcome, search_record, visible_warnings
 from project.models import buffer_stock
 from project.points import precision
@@ -152,7 +154,9 @@ def absolute_deviations(*, households: pd.DataFrame, medians: np.ndarray) -> flo
     """Return the published criterion: sum of weight x |ratio - its group's simulated median|."""
     groups = households["age_group"].to_numpy().astype(int) - 1
     gaps = np.abs(households["wealth_income_ratio"].to_numpy() - np.asarray(medians)[groups])
-    return float(np.dot(gaps, households["weight"].to_numpy()))
+    # Exactly rounded: a BLAS dot product's last bit depends on its thread count, which differs
+    # between a serial build and a cluster worker (the products must be byte-identical).
+    return math.fsum(gaps * households["weight"].to_numpy())
 
 
 def estimate_replication(
@@ -195,13 +199,19 @@ def estimate_replication(
             on_failure="warn",
             weighting="efficient",
         )
+        msm_record = search_record(result, kept=True) | {
+            "std_errors_by_step": {
+                str(step): step_standard_errors(simulator=simulator, result=result, step=step)
+                for step in settings["alternative_steps"]
+            }
+        }
         outcome = EstimationOutcome(
             variant=NAME,
             result=result,
             settings=settings,
             seconds=time.perf_counter() - started,
             warnings=visible_warnings(result),
-            searches={**criterion, MSM: search_record(result, kept=True)},
+            searches={**criterion, MSM: msm_record},
             profiles=(
                 criterion_profiles(simulate_moments=simulator, result=result)
                 if settings.get("profiles", True)
@@ -215,6 +225,27 @@ def estimate_replication(
             _shown(criterion[PUBLISHED_CRITERION]["params"]),
         )
         return outcome
+
+
+def step_standard_errors(
+    *, simulator: ReplicationMoments, result: MSMResult, step: float
+) -> dict[str, float]:
+    """Return the MSM standard errors with the Jacobian from central differences of ``step``.
+
+    Steps are ``step`` times max(|param|, 0.1), as ``estimate_msm`` takes them; the weighting is
+    the efficient one, so the sandwich is the inverse of J'WJ.
+    """
+    estimates = np.asarray([result.params[name] for name in result.param_names])
+    jacobian = om.first_derivative(
+        lambda values: simulator(dict(zip(result.param_names, values, strict=True))),
+        estimates,
+        method="central",
+        scaling_factor=step / np.sqrt(np.finfo(float).eps),
+        error_handling="raise_strict",
+    ).derivative
+    jacobian = np.asarray(jacobian, dtype=float).reshape(len(simulator.moment_names), -1)
+    covariance = np.linalg.inv(jacobian.T @ result.weighting @ jacobian)
+    return {name: float(np.sqrt(covariance[i, i])) for i, name in enumerate(result.param_names)}
 
 
 def other_draws_name(draw: int) -> str:
