@@ -181,30 +181,13 @@ def estimate_replication(
             bounds=bounds,
             settings=settings,
         )
-        variances = bootstrap_median_variances(
-            households, n_draws=int(settings["bootstrap_draws"]), seed=int(settings["seed"])
-        )
-        result = estimate_msm(
-            simulate_moments=simulator,
-            data_moments=weighted_medians(households),
-            data_variances=variances,
-            n_data=households.groupby("age_group").size().to_numpy(),
-            n_simulated=float(settings["n_subjects"]),
-            start_params=start,
+        result, msm_record = _efficient_msm(
+            simulator=simulator,
+            households=households,
+            start=start,
             bounds=bounds,
-            moment_names=simulator.moment_names,
-            algorithm=settings["algorithm"],
-            algo_options=settings["algo_options"],
-            relative_step=float(settings["relative_step"]),
-            on_failure="warn",
-            weighting="efficient",
+            settings=settings,
         )
-        msm_record = search_record(result, kept=True) | {
-            "std_errors_by_step": {
-                str(step): step_standard_errors(simulator=simulator, result=result, step=step)
-                for step in settings["alternative_steps"]
-            }
-        }
         outcome = EstimationOutcome(
             variant=NAME,
             result=result,
@@ -225,6 +208,42 @@ def estimate_replication(
             _shown(criterion[PUBLISHED_CRITERION]["params"]),
         )
         return outcome
+
+
+def _efficient_msm(
+    *,
+    simulator: ReplicationMoments,
+    households: pd.DataFrame,
+    start: Mapping[str, float],
+    bounds: Mapping[str, tuple[float, float]],
+    settings: Mapping[str, Any],
+) -> tuple[MSMResult, dict[str, Any]]:
+    """Return MSM on the weighted medians and its search record (standard errors by step)."""
+    variances = bootstrap_median_variances(
+        households, n_draws=int(settings["bootstrap_draws"]), seed=int(settings["seed"])
+    )
+    result = estimate_msm(
+        simulate_moments=simulator,
+        data_moments=weighted_medians(households),
+        data_variances=variances,
+        n_data=households.groupby("age_group").size().to_numpy(),
+        n_simulated=float(settings["n_subjects"]),
+        start_params=start,
+        bounds=bounds,
+        moment_names=simulator.moment_names,
+        algorithm=settings["algorithm"],
+        algo_options=settings["algo_options"],
+        relative_step=float(settings["relative_step"]),
+        on_failure="warn",
+        weighting="efficient",
+    )
+    record = search_record(result, kept=True) | {
+        "std_errors_by_step": {
+            str(step): step_standard_errors(simulator=simulator, result=result, step=step)
+            for step in settings["alternative_steps"]
+        }
+    }
+    return result, record
 
 
 def step_standard_errors(
