@@ -360,10 +360,11 @@ def write_replication_tables(
             provenance=provenance,
         )
     )
+    fit = replication_fit(saved)
     written += write_table_files(
-        table=replication_fit(saved),
+        table=fit,
         paths=paths["fit"],
-        formats={column: "{:.2f}" for column in replication_fit(saved).columns[1:]},
+        formats={column: "{:.2f}" for column in fit.columns[1:]},
         caption=FIT_CAPTION,
         label="tab:replication_fit",
         font_size="footnotesize",

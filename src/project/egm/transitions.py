@@ -85,8 +85,8 @@ class Transitions:
             wealth, slope = jax.vmap(lambda s: jax.jvp(next_wealth, (s,), (jnp.ones_like(s),)))(
                 savings
             )
-            scale = (
-                jnp.ones((), savings.dtype)
+            scale = (  # traced only where the model states one
+                None
                 if self.scale is None
                 else jnp.asarray(self.scale(outcome_env)[CONTINUATION_SCALE], savings.dtype)
             )
@@ -102,7 +102,7 @@ class Transitions:
                 lambda x: x[:, None], jax.vmap(lambda codes: per_outcome(codes, {}))(outcomes)
             )
         weight = jnp.multiply.outer(joint, shock_weights)
-        scaled = weight if self.scale is None else weight * scale
+        scaled = weight if scale is None else weight * scale
         return NextStates(
             context=context, wealth=wealth, slope=slope, weight=weight, scaled_weight=scaled
         )

@@ -102,6 +102,8 @@ class ReplicationMoments:
     ) -> None:
         self.model = buffer_stock.build_model(n_savings=n_savings)
         self.profiles = profiles
+        # Everything but crra and beta comes from the profiles: computed once, not per call.
+        self.calibrated = buffer_stock.model_params(profiles=profiles, crra=np.nan, beta=np.nan)
         self.seed = int(seed)
         self.initial = {"wealth": self.initial_wealth(n_subjects=n_subjects)}
         first = buffer_stock.FIRST_AGE
@@ -114,9 +116,7 @@ class ReplicationMoments:
 
     def params(self, values: Mapping[str, float]) -> dict[str, Any]:
         """Return the model's params at ``values`` of crra and beta."""
-        return buffer_stock.model_params(
-            profiles=self.profiles, crra=float(values["crra"]), beta=float(values["beta"])
-        )
+        return self.calibrated | {"crra": float(values["crra"]), "beta": float(values["beta"])}
 
     def initial_wealth(self, *, n_subjects: int) -> np.ndarray:
         """Return cash on hand at 25 as the published simulation gives it to a newborn.
@@ -126,7 +126,7 @@ class ReplicationMoments:
         shock of one (HARK's ``getShocks`` for newborns).
         """
         rng = np.random.default_rng(self.seed)
-        base = self.params({"crra": 2.0, "beta": 0.9})
+        base = self.calibrated
         assets = rng.choice(np.asarray(INITIAL_ASSETS), size=n_subjects)
         psi = rng.choice(base["permanent_nodes"][0], size=n_subjects)
         growth = base["income_growth"][0] * psi
