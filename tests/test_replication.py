@@ -199,7 +199,7 @@ def test_the_table_sets_each_estimate_against_the_published_one():
     assert table.loc["Same, s.e. from steps of 1 % instead of 0.1 %", "γ s.e."] == "2.335"
     assert table.loc[ROWS["published"], "γ"] == f"{PUBLISHED['crra']:.3f}"
     assert table.loc[ROWS["published"], "γ gap"] == "—"
-    assert table.loc[ROWS["published"], "Criterion"] == "41,860"
+    assert table.loc[ROWS["published"], "Criterion"] == "41,860.4"
     standard_error = PUBLISHED_BOOTSTRAP["crra"]["std_error"]
     assert table.loc[ROWS["bootstrap"], "γ s.e."] == f"{standard_error:.3f}"
     gap = (4.76568 - PUBLISHED["crra"]) / standard_error
@@ -223,6 +223,10 @@ def test_every_figure_of_the_sentence_is_a_cell_of_the_tables():
     assert "within 2 published standard errors of the published estimate" in sentence
     steps = "With steps of 1 % instead of 0.1 % the standard errors are 2.335 and 0.0221."
     assert steps in sentence
+    # The fixture's draws spread gamma by 2.2 and the scale by 0.7 published standard errors.
+    assert "moves γ by more than one published standard error and the scale by less" in sentence
+    assert "cannot be told apart from the published estimate" in sentence
+    assert "only approximately chi-square" in sentence
 
 
 def test_a_replication_off_by_more_than_two_standard_errors_says_so():
