@@ -9,26 +9,11 @@ of the wrong length.
 import numpy as np
 import pytest
 
-from project.data import survival_probabilities
-from project.data.replication import read_profiles
-from project.data.vendored import verified_path
 from project.dispatch import solve
 from project.errors import ParamsError
 from project.models import lifecycle_normalised as model_module
 
 AGES = np.arange(model_module.FIRST_AGE, model_module.LAST_AGE + 1)
-
-
-def profiles() -> dict[str, np.ndarray]:
-    """Return the working-life profiles of the 2026 notes (CGM high school, Sabelhaus-Song),
-    held at their age-64 values (income growth 1) for later working years."""
-    notes = read_profiles(verified_path("profiles_notes2026"))
-    out = {}
-    for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd"):
-        values = notes[name].to_numpy()[:40]
-        tail = 1.0 if name == "income_growth" else values[-1]
-        out[name] = np.concatenate([values, np.full(AGES.size - 40, tail)])
-    return out
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +22,7 @@ def solved():
 
     jax.config.update("jax_enable_x64", True)
     try:
-        survival = survival_probabilities(
-            path=verified_path("us_life_table"), ages=list(AGES), female_share=0.5
-        )
-        params = model_module.model_params(**profiles(), survival=np.asarray(survival))
+        params = model_module.default_params()
         yield params, solve(model=model_module.build_model(), params=params)
     finally:
         jax.config.update("jax_enable_x64", False)
@@ -69,10 +51,8 @@ def test_values_are_finite_and_rise_with_wealth(solved, x64):
 
 
 def test_an_immortal_retiree_without_bequest_is_the_perfect_foresight_consumer(x64):
-    survival = np.ones(AGES.size)
-    params = model_module.model_params(
-        **profiles(), survival=survival, values={"bequest_weight": 0.0}
-    )
+    immortal = {"survival_probabilities": np.ones(AGES.size), "bequest_weight": 0.0}
+    params = model_module.default_params() | immortal
     solution = solve(model=model_module.build_model(), params=params)
     beta, crra, rate = params["beta"], params["crra"], params["interest_factor"]
     growth = (beta * rate) ** (1 / crra) / rate
@@ -87,6 +67,9 @@ def test_an_immortal_retiree_without_bequest_is_the_perfect_foresight_consumer(x
 
 
 def test_a_profile_of_the_wrong_length_is_refused():
-    short = {name: values[:-1] for name, values in profiles().items()}
+    short = {
+        name: np.ones(AGES.size - 1)
+        for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd", "survival")
+    }
     with pytest.raises(ParamsError, match=r"one entry per age 25\.\.99"):
-        model_module.model_params(**short, survival=np.ones(AGES.size - 1))
+        model_module.model_params(**short)

@@ -8,7 +8,12 @@ after last period's interest and income), ``income`` the period's income: labour
 ``pension`` once retired (the model function ``working`` tells which). It is the model analogue
 of the SCF's log of net worth normalised by income: the income node follows a persistent AR(1)
 (Rouwenhorst), so current income stands in for the permanent income the SCF normalises by, and
-the pension is a retiree's permanent income.
+the pension is a retiree's permanent income. A model whose living regimes define the function
+``wealth_to_income`` (``program.RATIO_TARGET``) states the ratio itself
+(``project.models.lifecycle_normalised``: the assets kept at the period's end, m - c, over
+permanent income); every moment is then the mean of its log over the subject-years with a
+positive ratio, as the SCF keeps households with positive net worth (a ratio of the wealth
+state to income is always positive).
 
 Common random numbers: the initial conditions and the simulation ``seed`` are fixed when the
 simulator is built, so ``simulate_moments(params)`` is a deterministic function of the params
@@ -53,7 +58,12 @@ import pandas as pd
 
 from project.dispatch import solve
 from project.estimation.errors import EstimationError
-from project.estimation.program import MomentProgram, compiles_moments
+from project.estimation.program import (
+    RATIO_TARGET,
+    MomentProgram,
+    compiles_moments,
+    defines_ratio,
+)
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
 from project.simulation import simulate, validate_initial_conditions
@@ -90,7 +100,10 @@ def simulate_log_wealth_to_income(
     seed: int,
     subject_batch_size: int = 0,
 ) -> pd.DataFrame:
-    """Solve and simulate the model; return ``subject_id``, ``age``, ``log_wealth_income``."""
+    """Solve and simulate the model; return ``subject_id``, ``age``, ``log_wealth_income``.
+
+    The rows of the living with positive wealth over income (the SCF keeps positive net worth).
+    """
     solution = solve(model=model, params=dict(params), log_level="off")
     result = simulate(
         params=dict(params),
@@ -100,15 +113,25 @@ def simulate_log_wealth_to_income(
         subject_batch_size=subject_batch_size,
         log_level="off",
     )
-    frame = result.to_dataframe(additional_targets=list(TARGETS), use_labels=False)
+    own_ratio = defines_ratio(model)
+    targets = [RATIO_TARGET] if own_ratio else list(TARGETS)
+    frame = result.to_dataframe(additional_targets=targets, use_labels=False)
     if isinstance(model, RegimeModel):  # moments of the living: drop the dead's rows
         dead = [model.regime_names.index(name) for name in model.terminal]
         frame = frame.loc[~frame[REGIME].isin(dead)]
+    if own_ratio:
+        ratio = frame[RATIO_TARGET].to_numpy(dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = pd.Series(np.log(ratio), index=frame.index, name=COLUMN)
+    else:
+        ratio = np.ones(len(frame))
+        values = log_wealth_to_income(frame=frame, pension=float(params["pension"]))
+    positive = ratio > 0
     return pd.DataFrame(
         {
-            "subject_id": frame["subject_id"].to_numpy(),
-            "age": frame["age"].to_numpy(),
-            COLUMN: log_wealth_to_income(frame=frame, pension=float(params["pension"])),
+            "subject_id": frame["subject_id"].to_numpy()[positive],
+            "age": frame["age"].to_numpy()[positive],
+            COLUMN: values.to_numpy()[positive],
         }
     )
 
@@ -292,15 +315,16 @@ def _check_model(
     """Raise unless the model has what the moments need and the estimated params are scalars."""
     regimes = model.regimes.values() if isinstance(model, RegimeModel) else [model]
     functions = {name for regime in regimes for name in regime.functions}
-    missing = [f for f in TARGETS if f not in functions]
+    missing = [] if defines_ratio(model) else [f for f in TARGETS if f not in functions]
     if missing or "wealth" not in model.states:
         msg = (
             f"Model {model.name!r} lacks {missing or ['the state wealth']}: the log wealth-to-"
-            "income moments need a wealth state and the functions labor_income and working "
-            "(project.models.lifecycle)."
+            f"income moments need a wealth state and either the function {RATIO_TARGET} in "
+            "every living regime (project.models.lifecycle_normalised) or the functions "
+            "labor_income and working (project.models.lifecycle)."
         )
         raise EstimationError(msg)
-    if "pension" not in base_params:
+    if not defines_ratio(model) and "pension" not in base_params:
         msg = "base_params lack 'pension', the income of retirees in the moments."
         raise EstimationError(msg)
     if isinstance(estimated, str) or not estimated:

@@ -51,6 +51,8 @@ from project.simulation.result import available_targets
 from project.solver.sweep import compose
 
 INCOME_TARGETS = ("labor_income", "working")
+RATIO_TARGET = "wealth_to_income"
+"""The model function that gives a living subject's wealth over income, where a model has it."""
 ESTIMATION_WINDOW = 8
 """The upper envelope's window (runs) the program starts with; ``solve`` starts with 1. An
 estimation evaluates params far apart (a multistart samples the whole box), where the envelope
@@ -219,7 +221,7 @@ class MomentProgram:
         It gives the moments and the living subjects of each group (``living``).
         """
         model = self.model
-        income = _income(model)
+        ratio_of = _ratio(model)
         living_codes = jnp.asarray([model.code(r) for r in model.regimes])
         if self.smooth is not None:
             totals = build_smooth_totals(model, methods=_methods(model), exit_choice=self.smooth)
@@ -228,8 +230,9 @@ class MomentProgram:
                 params = panel[4]
 
                 def record(codes, states, actions, weights, period, age):  # noqa: ANN001, ANN202
-                    alive = jnp.where(jnp.isin(codes, living_codes), weights, 0.0)
-                    ratio = states["wealth"] / income(codes, states, actions, params, period, age)
+                    ratio = ratio_of(codes, states, actions, params, period, age)
+                    counted = jnp.isin(codes, living_codes) & (ratio > 0)
+                    alive = jnp.where(counted, weights, 0.0)
                     value = jnp.where(alive > 0, jnp.log(jnp.where(alive > 0, ratio, 1.0)), 0.0)
                     member = groups[period].astype(alive.dtype)
                     before = jnp.where(period > 0, groups[jnp.maximum(period - 1, 0)], False)
@@ -242,16 +245,15 @@ class MomentProgram:
 
             return smooth
         panel_of = build_regime_panel(model, methods=_methods(model))
-        per_period = jax.vmap(income, in_axes=(0, 0, 0, None, 0, 0))
+        per_period = jax.vmap(ratio_of, in_axes=(0, 0, 0, None, 0, 0))
 
         def drawn(panel, groups):  # noqa: ANN001, ANN202
             codes, states, actions, _ = panel_of(*panel)
             params, periods, ages = panel[4], panel[5], panel[6]
-            log_ratio = jnp.log(
-                states["wealth"] / per_period(codes, states, actions, params, periods, ages)
-            )
-            alive = jnp.isin(codes, living_codes)
-            weights = alive[:, :, None] & groups[:, None, :]
+            ratio = per_period(codes, states, actions, params, periods, ages)
+            counted = jnp.isin(codes, living_codes) & (ratio > 0)
+            log_ratio = jnp.log(jnp.where(counted, ratio, 1.0))
+            weights = counted[:, :, None] & groups[:, None, :]
             totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
             return totals / weights.sum(axis=(0, 1)), weights.any(axis=0).sum(axis=0)
 
@@ -286,6 +288,56 @@ def _without_invalid(out: Sequence[Any], *, invalid: np.ndarray) -> tuple[np.nda
 
 def _methods(model: RegimeModel) -> dict[str, str]:
     return {r: egm_structure(v).method for r, v in model.regimes.items()}
+
+
+def defines_ratio(model: Any) -> bool:
+    """Return whether the model's living regimes define ``wealth_to_income`` themselves.
+
+    Raises ``EstimationError`` when some living regimes define it and others do not.
+    """
+    regimes = model.regimes if isinstance(model, RegimeModel) else {model.name: model}
+    defined = {r for r, view in regimes.items() if RATIO_TARGET in view.functions}
+    if defined and defined != set(regimes):
+        msg = (
+            f"Model {model.name!r}: the regimes {sorted(defined)} define {RATIO_TARGET!r} but "
+            f"{sorted(set(regimes) - defined)} do not: define it in every living regime (the "
+            "moments take it as the wealth-to-income ratio) or in none."
+        )
+        raise EstimationError(msg)
+    return bool(defined)
+
+
+def _ratio(model: RegimeModel) -> Any:
+    """Return ``ratio(codes, states, actions, params, period, age)``: wealth over income.
+
+    For one period's subjects (1-D arrays). A model whose living regimes define the function
+    ``wealth_to_income`` (``RATIO_TARGET``; the SCF's net worth over permanent income, e.g.
+    end-of-period assets of a model normalised by permanent income) gets it; otherwise the
+    wealth state over ``_income``. Rows of other regimes give NaN (never counted).
+    """
+    if not defines_ratio(model):
+        income = _income(model)
+
+        def over_income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
+            return states["wealth"] / income(codes, states, actions, params, period, age)
+
+        return over_income
+    evaluators = {r: compose(view, [RATIO_TARGET]) for r, view in model.regimes.items()}
+
+    def ratio(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
+        shape = codes.shape
+        rows = {**states, **actions}
+        out = jnp.full(shape, jnp.nan, dtype=states["wealth"].dtype)
+        for regime, combined in evaluators.items():
+
+            def row(values, combined=combined):  # noqa: ANN001, ANN202
+                return combined({**params, **values, "period": period, "age": age})[RATIO_TARGET]
+
+            here = codes == model.code(regime)
+            out = jnp.where(here, jnp.broadcast_to(jax.vmap(row)(rows), shape), out)
+        return out
+
+    return ratio
 
 
 def _income(model: RegimeModel) -> Any:

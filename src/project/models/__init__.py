@@ -1,14 +1,23 @@
 """Shipped models: IJRS retirement, precautionary savings, iid income, the default life cycle.
 
 The pipeline's default is ``lifecycle_regimes`` (working, retired and dead as regimes) with
-life-table survival; ``lifecycle`` is the same economics without death, as one regime.
+life-table survival; ``lifecycle`` is the same economics without death, as one regime;
+``lifecycle_normalised`` is the model from 25 to 99 normalised by permanent income, with the
+vendored income profiles and life table as its defaults (``default_params_of``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from project.models import iid_income, ijrs, lifecycle, lifecycle_regimes, precautionary
+from project.models import (
+    iid_income,
+    ijrs,
+    lifecycle,
+    lifecycle_normalised,
+    lifecycle_regimes,
+    precautionary,
+)
 
 MODEL_BUILDERS = {
     "ijrs": ijrs.build_model,
@@ -16,6 +25,7 @@ MODEL_BUILDERS = {
     "precautionary": precautionary.build_model,
     "lifecycle": lifecycle.build_model,
     "lifecycle_regimes": lifecycle_regimes.build_model,
+    "lifecycle_normalised": lifecycle_normalised.build_model,
 }
 DEFAULT_PARAMS = {
     "ijrs": ijrs.DEFAULT_PARAMS,
@@ -27,6 +37,7 @@ DEFAULT_PARAMS = {
 DEFAULT_TASTE_SHOCK_SCALES = {
     "lifecycle": lifecycle.DEFAULT_TASTE_SHOCK_SCALE,
     "lifecycle_regimes": lifecycle.DEFAULT_TASTE_SHOCK_SCALE,
+    "lifecycle_normalised": lifecycle_normalised.DEFAULT_PARAMS["taste_shock_scale"],
 }
 """The ``taste_shock_scale`` a model built with taste shocks gets by default (where it has one)."""
 
@@ -40,6 +51,9 @@ def default_params_of(*, name: str, model: Any, female_share: float = 0.5) -> di
     """
     if name == "lifecycle_regimes":
         return lifecycle_regimes.params_for(model, female_share=female_share)
+    if name == "lifecycle_normalised":
+        params = lifecycle_normalised.default_params(female_share=female_share)
+        return {key: value for key, value in params.items() if key in model.params_template}
     if name == "lifecycle":
         return lifecycle.default_params(n_types=model.states["pref_type"].n_points)
     return dict(DEFAULT_PARAMS[name])
@@ -53,6 +67,7 @@ __all__ = [
     "iid_income",
     "ijrs",
     "lifecycle",
+    "lifecycle_normalised",
     "lifecycle_regimes",
     "precautionary",
 ]

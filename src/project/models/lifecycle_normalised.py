@@ -21,7 +21,15 @@ Three regimes, solved by DC-EGM (``continuation_scale`` carries the normalisatio
 Taste shocks (EV1, on the claim) are additive in normalised utility: their scale must stay
 well below |V| at the top of the wealth grid, where CRRA values with rho > 1 approach zero (at
 rho = 3 and a scale of 0.001, a savings grid to 100 gave V >= 0 there, which ``solve``
-reports); hence the grid to 40 times permanent income.
+reports); hence the grid to 40 times permanent income. The shocks also cap the CRRA a search may
+visit (at crra = 5 and beta = 0.9, V at 13 times permanent income is already above 0 at 98):
+``taste_shocks=False`` makes the claim deterministic (DC-EGM's upper envelope), which solves at
+every crra tried from 1.1 to 8. Near crra = 1 (log utility, where V(M, P) is additive in log P,
+not a power of P) V's consumption equivalent overflows: keep a search away from it.
+
+The SCF's moment: ``wealth_to_income``, the assets kept at the period's end (m - c) in units of
+permanent income (``project.estimation.lifecycle``). ``default_params`` gives the params of the
+vendored profiles and life table.
 
 Survival: the parameter array ``survival_probabilities`` (one per period, from the vendored
 life table in the pipeline). With m in units of P (working) or B (retired), V(M, P) =
@@ -93,8 +101,10 @@ def n_periods() -> int:
     return LAST_AGE - FIRST_AGE + 1
 
 
-def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeModel:
-    """Return the model (working, retired, dead) on ages 25..99."""
+def build_model(
+    *, n_savings: int = 150, savings_max: float = 40.0, taste_shocks: bool = True
+) -> RegimeModel:
+    """Return the model (working, retired, dead) on ages 25..99 (EV1 shocks on the claim)."""
     ages = range(FIRST_AGE, LAST_AGE + 1)
     wealth = LogSpacedGrid(start=0.05, stop=savings_max, n_points=50, name="wealth")
     savings = exponential_grid(stop=savings_max, n_points=n_savings, n_nests=3)
@@ -115,6 +125,7 @@ def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeMod
             "next_wealth": working_next_wealth,
             "continuation_scale": working_continuation_scale,
             "survival": survival_from_table,
+            "wealth_to_income": wealth_to_income,
         },
         constraints={"borrowing_constraint": borrowing_constraint, "claim_age": claim_age},
         shocks={
@@ -134,7 +145,7 @@ def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeMod
             "transitory_nodes": (periods, N_NODES),
         },
         post_decision_grid=savings,
-        taste_shocks=True,
+        taste_shocks=taste_shocks,
     )
     retired = Model(
         name="retired",
@@ -146,6 +157,7 @@ def build_model(*, n_savings: int = 150, savings_max: float = 40.0) -> RegimeMod
             "inverse_marginal_utility": inverse_marginal_utility,
             "next_wealth": retired_next_wealth,
             "survival": survival_from_table,
+            "wealth_to_income": wealth_to_income,
         },
         constraints={"borrowing_constraint": borrowing_constraint},
         ages=ages,
@@ -206,6 +218,40 @@ def model_params(
     )
 
 
+WORKING_PROFILE_AGES = 40
+"""The profiles' working transitions used (ages 25..64); later working years keep income growth
+1 and the age-64 shock s.d. (the published profiles end working life at 65)."""
+
+
+def default_params(*, calibration: str = "notes2026", female_share: float = 0.5) -> dict[str, Any]:
+    """Return the params from the vendored profiles and life table, as JSON-ready lists.
+
+    ``calibration``: the profiles ``data/replication/profiles_<calibration>.csv`` (``notes2026``:
+    the Cocco-Gomes-Maenhout high-school income profile with Sabelhaus-Song shocks;
+    ``hark2019``: the 2019 HARK example's); survival from the SSA table, mixing men and women
+    with ``female_share``.
+    """
+    from project.data import survival_probabilities  # noqa: PLC0415
+    from project.data.replication import read_profiles  # noqa: PLC0415
+    from project.data.vendored import verified_path  # noqa: PLC0415
+
+    ages = list(range(FIRST_AGE, LAST_AGE + 1))
+    frame = read_profiles(verified_path(f"profiles_{calibration}"))
+    profiles = {}
+    for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd"):
+        working = frame[name].to_numpy(dtype=float)[:WORKING_PROFILE_AGES]
+        tail = 1.0 if name == "income_growth" else working[-1]
+        profiles[name] = np.concatenate([working, np.full(len(ages) - working.size, tail)])
+    survival = survival_probabilities(
+        path=verified_path("us_life_table"), ages=ages, female_share=female_share
+    )
+    params = model_params(**profiles, survival=np.asarray(survival, dtype=float))
+    return {
+        name: value.tolist() if isinstance(value, np.ndarray) else value
+        for name, value in sorted(params.items())
+    }
+
+
 def working_utility(
     consumption: jnp.ndarray, crra: jnp.ndarray, work_cost: jnp.ndarray
 ) -> jnp.ndarray:
@@ -264,6 +310,15 @@ def working_next_wealth(
 def working_continuation_scale(pension_units: jnp.ndarray, crra: jnp.ndarray) -> jnp.ndarray:
     """Return the normaliser's growth to the power 1 - rho."""
     return pension_units ** (1 - crra)
+
+
+def wealth_to_income(wealth: jnp.ndarray, consumption: jnp.ndarray) -> jnp.ndarray:
+    """Return net worth over permanent income: the assets kept at the period's end, m - c.
+
+    In the units of the regime (P working, the pension retired), the SCF's net worth over its
+    permanent income: the estimation's moment (``project.estimation.lifecycle``).
+    """
+    return wealth - consumption
 
 
 def retired_next_wealth(
