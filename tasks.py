@@ -46,6 +46,8 @@ from project.config import (
     DATA,
     DEFAULT_VARIANT,
     ESTIMATION,
+    EXTENDED,
+    EXTENDED_MODEL,
     GRID_CHECK,
     PAPER,
     REPLICATION,
@@ -173,6 +175,43 @@ def task_estimate(
         directory=produces.parent,
         sources=sources,
     )
+
+
+EXTENDED_MARKER = directory_product(BLD / EXTENDED / "estimation" / MARKER_NAME)
+
+
+@task(kwargs={"settings_json": _hashed(asdict(EXTENDED_MODEL) | {"data": asdict(DATA)})})
+@runs_sources
+def task_estimate_extended(
+    settings_json: str,
+    moments_file: Path = DATA_PRODUCTS["moments"],
+    profiles_file: Path = vendored_path("profiles_notes2026"),
+    life_table_file: Path = vendored_path("us_life_table"),
+    sources: list[Path] = RUNS,
+    produces: Path = EXTENDED_MARKER,
+) -> None:
+    """Estimate the model from age 25, its cost of working calibrated to a claiming fact."""
+    from project.config import Variant
+    from project.estimation.extended import estimate_extended_into
+    from project.pipeline import build_variant_model, variant_specification
+    from project.points import precision
+
+    settings = json.loads(settings_json)
+    variant = Variant(
+        name=EXTENDED,
+        model="lifecycle_normalised",
+        sizes={"n_savings": settings["n_savings"], "taste_shocks": False},
+    )
+    with precision(x64=bool(settings["estimation"]["x64"])):
+        specification = variant_specification(variant)
+        model = build_variant_model(model=variant.model, sizes=variant.sizes)
+        estimate_extended_into(
+            model=model,
+            specification=specification,
+            moments_file=moments_file,
+            settings={k: v for k, v in settings.items() if k != "data"},
+            directory=produces.parent,
+        )
 
 
 ROBUSTNESS_MARKERS = {
@@ -452,7 +491,8 @@ def task_prepare_data(
     prepare_data(settings=json.loads(settings_json), products=produces)
 
 
-ESTIMATION_MARKERS = {STATUS_QUO: ESTIMATION_MARKER}
+ESTIMATION_MARKERS = {STATUS_QUO: ESTIMATION_MARKER, EXTENDED: EXTENDED_MARKER}
+"""The estimates the report tabulates: the status quo's, then the model from age 25's."""
 BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
 SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
@@ -755,6 +795,7 @@ CATALOGUE = {
     "*/estimation_model.json": "The status quo's specification before estimation (its input).",
     "*/solution": "A variant's solution (orbax checkpoint, metadata, marker with digests).",
     "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
+    f"{EXTENDED}/estimation": "The model from age 25's estimates and its calibrated work cost.",
     "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",
     "robustness/*/estimation": "A robustness check's re-estimation (same layout as above).",
     "replication/estimation": "The published buffer-stock estimation, estimated again.",

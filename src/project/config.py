@@ -246,6 +246,67 @@ ESTIMATION = (
 only, where risk aversion barely moves wealth: the smoke build estimates the discount factor."""
 
 
+EXTENDED = "from_25"
+"""The name (``bld/from_25/``, the tables' row label) of the model from age 25's estimation."""
+
+
+@dataclass(frozen=True)
+class ExtendedSettings:
+    """How ``task_estimate_extended`` estimates the model from age 25 (``lifecycle_normalised``).
+
+    crra and beta are estimated from the SCF's mean log wealth-to-permanent-income of the
+    working life (``estimation``: the fields of the status quo's estimation), with the claim
+    deterministic (no taste shocks) and ``n_savings`` savings points; ``work_cost`` is
+    calibrated so that the share claiming at 62 meets ``lifecycle_normalised.CLAIMING_FACT``
+    (``project.estimation.extended``: rounds of one local search from the last estimate and a
+    calibration of the cost from ``calibration_start`` within ``calibration_bounds`` to
+    ``calibration_tolerance``, then the multistart at the settled cost). The simulated
+    25-year-olds' cash on hand is lognormal around 1.35 (``initial_distribution``): a year's
+    permanent income plus the SCF's geometric mean net worth of ages 21-25, e^-1.00 = 0.37 of
+    it.
+    """
+
+    n_savings: int = 150
+    estimation: EstimationSettings = field(
+        default_factory=lambda: EstimationSettings(
+            start={"crra": 2.0, "beta": 0.95},
+            bounds={"crra": (1.02, 10.0), "beta": (0.8, 1.05)},
+            age_groups=((25, 30), (30, 35), (35, 40), (40, 45), (45, 50), (50, 55), (55, 60)),
+        )
+    )
+    initial_distribution: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "regime": {"label": "working"},
+            "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
+        }
+    )
+    calibration_start: float = 0.6
+    calibration_bounds: tuple[float, float] = (0.3, 0.8)
+    calibration_tolerance: float = 1e-3
+    max_rounds: int = 8
+
+
+EXTENDED_MODEL = (
+    ExtendedSettings()
+    if PROFILE == "default"
+    else ExtendedSettings(
+        n_savings=30,
+        estimation=EstimationSettings(
+            start={"crra": 2.0, "beta": 0.95},
+            bounds={"crra": (1.02, 10.0), "beta": (0.8, 1.05)},
+            age_groups=((40, 45), (50, 55), (55, 60)),
+            n_subjects=300,
+            n_starts=1,
+            algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 3},
+            compiled=False,
+        ),
+        calibration_tolerance=0.02,
+        max_rounds=3,
+    )
+)
+"""The model from age 25's estimation; the smoke profile's is tiny (no estimate to read)."""
+
+
 @dataclass(frozen=True)
 class RobustnessCheck:
     """A re-estimation of the status quo's preferences with one assumption changed.

@@ -85,6 +85,7 @@ VARIANT_NAMES = {
     "baseline": "Baseline",
     "low_pension": "Low pension",
     "baseline_grid": "Baseline (grid search)",
+    "from_25": "From age 25",
 }
 """Printed names of the variants (``project.config.VARIANTS``)."""
 

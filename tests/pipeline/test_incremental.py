@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from project.analysis.paper import paper_headings
-from project.config import GRID_CHECK, STATUS_QUO, VARIANTS
+from project.config import EXTENDED, GRID_CHECK, STATUS_QUO, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
@@ -309,6 +309,16 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     )
     numbers = json.loads((bld / "paper/numbers.json").read_text())
     assert numbers["replication"]["households"] == "10,475"
+    # The model from age 25: its estimate beside the status quo's, its work cost calibrated.
+    extended = json.loads((bld / EXTENDED / "estimation/summary.json").read_text())
+    calibrated = extended["calibrated"]
+    assert calibrated["param"] == "work_cost" and calibrated["fact"] == {"age": 62, "share": 0.36}
+    assert calibrated["value"] == calibrated["rounds"][-1]["calibrated"]
+    assert numbers["extended"]["work_cost"] == f"{calibrated['value']:.3f}"
+    estimates_md = (bld / "tables/estimates.md").read_text()
+    assert "From age 25" in estimates_md and f"calibrated to {calibrated['value']:.3f}" in (
+        estimates_md
+    )
     log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log
@@ -540,6 +550,7 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
         "task_prepare_data",
         "task_estimation_report",
         "task_estimate_replication",
+        "task_estimate_extended",
     }
     parallel_digests = product_digests(root)
     assert parallel_digests

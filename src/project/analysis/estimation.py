@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from project import style
+from project.analysis.extended import calibration_notes
 from project.analysis.identification import (
     identification_caption,
     identification_table,
@@ -231,7 +232,10 @@ def write_estimation_report(
     tables = {
         "estimates": (
             estimates_table(estimates),
-            ESTIMATES_CAPTION + j_test_notes(estimates) + estimation_notes(estimates),
+            ESTIMATES_CAPTION
+            + j_test_notes(estimates)
+            + calibration_notes(estimates)
+            + estimation_notes(estimates),
             {
                 "Estimate": "{:.4f}",
                 "Std. error": "{:.4f}",

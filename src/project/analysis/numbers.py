@@ -19,6 +19,7 @@ import pandas as pd
 
 from project.analysis.calibration_text import calibration_targets_sentence
 from project.analysis.estimation import age_label
+from project.analysis.extended import extended_estimates, extended_numbers, extended_sentence
 from project.analysis.notation import (
     AT_BOUND,
     joined,
@@ -71,6 +72,7 @@ VARIANT_NAMES = {
     "baseline": "the baseline",
     "low_pension": "the low-pension variant",
     "baseline_grid": "the baseline solved by grid search",
+    "from_25": "the model from age 25",
 }
 
 
@@ -336,6 +338,7 @@ def paper_numbers(
         "validation": dict(validation["numbers"]),
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
+        "extended": next((extended_numbers(e) for e in extended_estimates(estimates).values()), {}),
         "text": {
             "abstract_result": welfare_text["abstract"],
             "calibration_targets": calibration_targets_sentence(
@@ -361,6 +364,9 @@ def paper_numbers(
                 welfare=robustness_welfare,
             ),
             "replication": replication_sentence(replication),
+            "extended": " ".join(
+                extended_sentence(e) for e in extended_estimates(estimates).values()
+            ),
         },
     }
 

@@ -10,7 +10,8 @@ content-named generation behind a link, ``project.persist.atomic``) holding
   covariance, the warnings a reader must see, each search's objective, params and local
   searches (``searches``), the criterion along each param through the estimate (``profiles``),
   the moments' Jacobian and the estimates' sensitivity to the moments (``sensitivity``,
-  ``project.estimation.profiles``), the settings and the provenance
+  ``project.estimation.profiles``), a param calibrated with the estimate (``calibrated``, where
+  one is), the settings and the provenance
   (``project.provenance.product_provenance`` of the settings, with their seed, and the
   fingerprint of the inputs); the seconds it took go to the build log, so that equal inputs
   give equal bytes. Both tables hold the same provenance in their Arrow schema metadata;
@@ -110,6 +111,8 @@ def save_estimation(
         "settings": outcome.settings,
         PROVENANCE_KEY: recorded,
     }
+    if outcome.calibrated:
+        summary["calibrated"] = outcome.calibrated
     with atomic_directory(
         directory, digest_of=lambda staging: write_marker(staging, kind=KIND)
     ) as staging:

@@ -81,6 +81,8 @@ class EstimationOutcome:
     warnings: list[str] = field(default_factory=list)
     searches: dict[str, dict[str, Any]] = field(default_factory=dict)
     profiles: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    calibrated: dict[str, Any] = field(default_factory=dict)
+    """A param calibrated jointly with the estimate, if any (``project.estimation.extended``)."""
 
 
 def data_moments(*, moments: pd.DataFrame, age_groups: list[tuple[int, int]]) -> pd.DataFrame:

@@ -88,6 +88,14 @@ DEFAULT_PARAMS = {
 replacement rate HARK lists; crra, beta, work_cost and the bequest params are to be estimated."""
 
 
+CLAIMING_FACT = {"age": 62, "share": 0.36}
+"""The share of a cohort reaching 62 that claims the pension at 62: 36 % for men in the latest
+cohort of Munnell and Chen (2015, "Trends in Social Security Claiming", CRR Issue in Brief
+15-8, from unpublished SSA data on everyone eligible), down from 56 % in the mid-1990s. The
+SCF's wealth moments do not pin down when households retire; ``work_cost`` is calibrated to
+this fact (``project.estimation.claiming``)."""
+
+
 @dataclass(frozen=True)
 class ClaimStatus:
     """Whether a worker claims the pension this period (retired from the next)."""

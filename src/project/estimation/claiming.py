@@ -1,0 +1,148 @@
+"""A param calibrated to a claiming fact, jointly with an estimation of the others.
+
+The wealth moments of the SCF do not pin down when households retire, yet the retirement age
+shapes how much they save before it: in ``project.models.lifecycle_normalised`` the cost of
+working (``work_cost``) moves every household's claim from 70 to 62 and, with it, the
+preferences that fit the wealth profile (crra 0.8 at a cost of 0.2 or 0.5, 1.2 at 0.6 or 0.65,
+on the SCF's moments of ages 26-60). Such a param is calibrated to a published fact about
+claiming (``claim_share``: the share of the workers alive at ``age`` who claim there) while
+the preferences are estimated, by a fixed point (``calibrate_and_estimate``): estimate at the
+param, set the param so that the simulation at the estimates meets the fact, repeat until the
+param moves less than a tolerance.
+
+``claim_share`` is a step function of the param (a simulated household claims or not); it
+rises with the cost of working, which ``calibrate`` brackets and bisects (``scipy``'s
+``brentq`` finds the step that crosses the target to ``tolerance``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scipy.optimize import brentq
+
+from project.dispatch import solve
+from project.estimation.errors import EstimationError
+from project.regimes.spec import RegimeModel
+from project.simulation import simulate
+
+logger = logging.getLogger("project.estimation")
+
+
+def claim_share(
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    initial_conditions: Mapping[str, Any],
+    seed: int,
+    age: int,
+    chooser: str = "working",
+    action: str = "claim",
+    label: str = "claim",
+) -> float:
+    """Return the share of the simulated ``chooser`` regime's subjects at ``age`` who claim.
+
+    A subject claims when her ``action`` takes ``label`` in that period (for
+    ``lifecycle_normalised``: a worker who claims the pension and retires from the next year).
+    """
+    solution = solve(model=model, params=dict(params), log_level="off")
+    panel = simulate(
+        params=dict(params),
+        initial_conditions=initial_conditions,
+        solution=solution,
+        seed=seed,
+        log_level="off",
+    ).to_dataframe()
+    deciding = panel.loc[(panel["age"] == age) & (panel["regime"] == chooser)]
+    if deciding.empty:
+        msg = (
+            f"No simulated subject of model {model.name!r} is in regime {chooser!r} at age "
+            f"{age}: the claiming share there is undefined. Choose an age the model's workers "
+            "reach."
+        )
+        raise EstimationError(msg)
+    return float((deciding[action] == label).mean())
+
+
+def calibrate(
+    *,
+    share_at: Callable[[float], float],
+    target: float,
+    bounds: tuple[float, float],
+    tolerance: float,
+) -> float:
+    """Return the param whose ``share_at`` crosses ``target`` (a share rising with the param).
+
+    Raises ``EstimationError`` when the target lies outside the shares at the bounds.
+    """
+    low, high = bounds
+    at_low, at_high = share_at(low), share_at(high)
+    if not at_low <= target <= at_high:
+        msg = (
+            f"The claiming share runs from {at_low:.3f} to {at_high:.3f} between the param's "
+            f"bounds {bounds}; the target {target:.3f} lies outside. Widen the bounds or check "
+            "that the share rises with the param."
+        )
+        raise EstimationError(msg)
+    if at_low == target:
+        return float(low)
+    return float(brentq(lambda x: share_at(x) - target, low, high, xtol=tolerance))
+
+
+@dataclass(frozen=True)
+class Round:
+    """One round of the fixed point.
+
+    ``param``: the calibrated param the estimates were made at; ``share``: the share there;
+    ``calibrated``: the param that meets the target at these estimates (the next round's).
+    """
+
+    param: float
+    estimates: dict[str, float]
+    share: float
+    calibrated: float
+
+
+def calibrate_and_estimate(
+    *,
+    estimate: Callable[[float], dict[str, float]],
+    share_at: Callable[[float, Mapping[str, float]], float],
+    target: float,
+    start: float,
+    bounds: tuple[float, float],
+    tolerance: float,
+    max_rounds: int = 8,
+) -> list[Round]:
+    """Return the rounds of the fixed point; the last one's ``calibrated`` is the settled param.
+
+    ``estimate(param)``: the estimates with the calibrated param at ``param``;
+    ``share_at(param, estimates)``: the claiming share there. The fixed point has settled when
+    the calibrated param moves less than ``tolerance`` from the one the estimates were made
+    at. Raises ``EstimationError`` when ``max_rounds`` rounds do not settle.
+    """
+    rounds: list[Round] = []
+    param = float(start)
+    for _ in range(max_rounds):
+        estimates = estimate(param)
+        calibrated = calibrate(
+            share_at=lambda x, e=estimates: share_at(x, e),
+            target=target,
+            bounds=bounds,
+            tolerance=tolerance,
+        )
+        rounds.append(Round(param, estimates, share_at(param, estimates), calibrated))
+        logger.info(
+            "Calibration round %d: %.4f -> %.4f at %s", len(rounds), param, calibrated, estimates
+        )
+        if abs(calibrated - param) < tolerance:
+            return rounds
+        param = calibrated
+    moves = [round(r.param, 4) for r in rounds]
+    msg = (
+        f"The calibration did not settle in {max_rounds} rounds (the param went {moves}). Raise "
+        "max_rounds or the tolerance."
+    )
+    raise EstimationError(msg)

@@ -1,0 +1,157 @@
+"""A param calibrated to a claiming fact jointly with an estimate (``project.estimation.claiming``).
+
+Oracles: a step function with a known crossing; a fixed point with a known solution (the
+estimate and the share as closed forms of the param); the model from age 25, where nobody
+claims at 62 when working costs little and everybody when it costs much; bad inputs raise
+``EstimationError`` saying what to change.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from project.estimation import EstimationError
+from project.estimation.claiming import calibrate, calibrate_and_estimate, claim_share
+from project.models import lifecycle_normalised as model_module
+from project.simulation import draw_initial_conditions
+
+
+def steps(x: float) -> float:
+    """Return a share that rises in steps of 1/200 with x in [0, 1]."""
+    return math.floor(200 * x) / 200
+
+
+def test_calibrate_finds_the_step_that_crosses_the_target():
+    found = calibrate(share_at=steps, target=0.36, bounds=(0.0, 1.0), tolerance=1e-6)
+    assert found == pytest.approx(0.36, abs=1e-5)
+    assert steps(found - 1e-5) < 0.36 <= steps(found + 1e-5)
+
+
+def test_calibrate_refuses_a_target_the_bounds_cannot_reach():
+    with pytest.raises(EstimationError, match=r"runs from 0\.100 to 0\.500.*target 0\.900"):
+        calibrate(share_at=steps, target=0.9, bounds=(0.1, 0.5), tolerance=1e-6)
+
+
+def test_the_fixed_point_settles_where_the_share_at_the_estimate_meets_the_target():
+    # The estimate follows the param (b = 1 + x / 2), the share rises in both: x b / 2. The
+    # fixed point of share = 0.3 solves x (1 + x / 2) = 0.6: x = sqrt(2.2) - 1.
+    def estimate(x):
+        return {"b": 1 + x / 2}
+
+    def share_at(x, estimates):
+        return x * estimates["b"] / 2
+
+    rounds = calibrate_and_estimate(
+        estimate=estimate,
+        share_at=share_at,
+        target=0.3,
+        start=0.1,
+        bounds=(0.0, 2.0),
+        tolerance=1e-8,
+        max_rounds=60,
+    )
+    assert rounds[-1].calibrated == pytest.approx(math.sqrt(2.2) - 1, abs=1e-6)
+    assert rounds[-1].share == pytest.approx(0.3, abs=1e-6)
+    assert [r.param for r in rounds[1:]] == [r.calibrated for r in rounds[:-1]]
+    assert rounds[0].param == 0.1 and len(rounds) > 2
+
+
+def test_a_fixed_point_that_does_not_settle_is_reported():
+    with pytest.raises(EstimationError, match=r"did not settle in 2 rounds"):
+        calibrate_and_estimate(
+            estimate=lambda x: {"b": 1 + x / 2},
+            share_at=lambda x, e: x * e["b"] / 2,
+            target=0.3,
+            start=0.1,
+            bounds=(0.0, 2.0),
+            tolerance=1e-8,
+            max_rounds=2,
+        )
+
+
+@pytest.fixture(scope="module")
+def small_model():
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    try:
+        model = model_module.build_model(n_savings=40, taste_shocks=False)
+        params = {
+            k: v for k, v in model_module.default_params().items() if k in model.params_template
+        } | {"crra": 1.2, "beta": 0.95}
+        initial = draw_initial_conditions(
+            model=model,
+            n_subjects=200,
+            seed=3,
+            distribution={
+                "regime": {"label": "working"},
+                "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
+            },
+        )
+        yield model, params, initial
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def test_the_share_claiming_at_62_rises_with_the_cost_of_working(small_model, x64):
+    model, params, initial = small_model
+    shares = [
+        claim_share(
+            model=model,
+            params=params | {"work_cost": cost},
+            initial_conditions=initial,
+            seed=4,
+            age=62,
+        )
+        for cost in (0.2, 0.62, 0.8)
+    ]
+    assert shares[0] == 0.0 and shares[-1] == 1.0
+    assert np.all(np.diff(shares) >= 0)
+
+
+def test_a_claiming_age_nobody_works_at_is_refused(small_model, x64):
+    model, params, initial = small_model
+    with pytest.raises(EstimationError, match=r"No simulated subject .* 'working' at age 120"):
+        claim_share(model=model, params=params, initial_conditions=initial, seed=4, age=120)
+
+
+def saved_extended(*, share: float, rounds: list[float], value: float):
+    """Return an estimate of the model from age 25 as its product stores it (calibration only)."""
+    import pandas as pd
+
+    from project.estimation.products import SavedEstimation
+
+    summary = {
+        "settings": {"n_subjects": 5000},
+        "calibrated": {
+            "param": "work_cost",
+            "value": value,
+            "fact": {"age": 62, "share": 0.36},
+            "share": share,
+            "rounds": [{"value": r} for r in rounds],
+            "settings": {
+                "n_savings": 150,
+                "initial_distribution": {"wealth": {"lognormal": [0.3, 0.4]}},
+            },
+        },
+    }
+    moments = pd.DataFrame({"moment": ["log_wealth_income_26_30", "log_wealth_income_56_60"]})
+    return SavedEstimation(estimates=pd.DataFrame(), moments=moments, summary=summary)
+
+
+def test_the_caption_and_the_text_print_the_same_calibration():
+    from project.analysis.extended import calibration_notes, extended_numbers, extended_sentence
+    from project.estimation.products import SavedEstimation
+
+    saved = saved_extended(share=0.358, rounds=[0.6, 0.621], value=0.6203)
+    uncalibrated = SavedEstimation(estimates=saved.estimates, moments=saved.moments, summary={})
+    caption = calibration_notes({"baseline": uncalibrated, "from_25": saved})
+    own = extended_numbers(saved)
+    assert own["work_cost"] == "0.620" and own["share"] == "35.8 %"
+    assert own["round_costs"] == "0.600, 0.621, 0.620" and own["ages"] == "26\u201330 to 56\u201360"
+    for figure in (own["work_cost"], own["share"], own["target_share"]):
+        assert figure in caption and figure in extended_sentence(saved)
+    assert "From age 25" in caption and "Baseline" not in caption
+    assert "2 rounds" in extended_sentence(saved)
+    assert calibration_notes({"baseline": uncalibrated}) == ""
