@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from project.config import ExtendedSettings
 from project.estimation import EstimationError
 from project.estimation.claiming import calibrate, calibrate_and_estimate, claim_share
 from project.models import lifecycle_normalised as model_module
@@ -84,10 +85,7 @@ def small_model():
             model=model,
             n_subjects=200,
             seed=3,
-            distribution={
-                "regime": {"label": "working"},
-                "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
-            },
+            distribution=ExtendedSettings().initial_distribution,
         )
         yield model, params, initial
     finally:
@@ -155,3 +153,42 @@ def test_the_caption_and_the_text_print_the_same_calibration():
     assert "From age 25" in caption and "Baseline" not in caption
     assert "2 rounds" in extended_sentence(saved)
     assert calibration_notes({"baseline": uncalibrated}) == ""
+
+
+def test_standard_errors_follow_the_calibrated_param_as_the_fixed_point_does():
+    """Linear moments m = A theta + b k with the calibration k = c' theta: the fixed point of
+    estimating theta at k and recalibrating k, over many draws of the data moments, has the
+    covariance the formula gives; with b = 0 it is the usual sandwich."""
+    from types import SimpleNamespace
+
+    from project.estimation.claiming import calibrated_covariance
+
+    rng = np.random.default_rng(0)
+    a = np.array([[1.0, 0.2], [0.5, 1.0], [0.3, -0.4], [1.2, 0.7]])
+    b = np.array([0.5, -0.2, 0.3, 0.25])
+    c = np.array([0.5, -0.6])
+    variances = np.array([0.04, 0.02, 0.05, 0.03])
+    n_data = np.full(4, 1000.0)
+    n_simulated = np.full(4, 4000.0)
+    omega = np.diag(variances * (1 + n_data / n_simulated))
+    weighting = np.linalg.inv(omega)
+    result = SimpleNamespace(
+        jacobian=a,
+        weighting=weighting,
+        data_covariance=np.diag(variances),
+        n_data=n_data,
+        n_simulated=n_simulated,
+    )
+    ours = calibrated_covariance(result=result, cost_slope=b, cost_gradient=c)
+
+    projection = np.linalg.solve(a.T @ weighting @ a, a.T @ weighting)
+    draws = rng.multivariate_normal(np.zeros(4), omega, size=4000)
+    thetas = np.zeros((len(draws), 2))
+    for _ in range(100):  # estimate at the cost, recalibrate the cost, for every draw at once
+        costs = thetas @ c
+        thetas = (draws - costs[:, None] * b) @ projection.T
+    np.testing.assert_allclose(ours, np.cov(thetas.T), rtol=0.08, atol=1e-4)
+    sandwich = np.linalg.inv(a.T @ weighting @ a)
+    fixed = calibrated_covariance(result=result, cost_slope=np.zeros(4), cost_gradient=c)
+    np.testing.assert_allclose(fixed, sandwich, rtol=1e-12)
+    assert not np.allclose(ours, sandwich, rtol=0.05)

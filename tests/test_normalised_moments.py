@@ -10,6 +10,7 @@ living regimes define the ratio only in part is refused.
 import numpy as np
 import pytest
 
+from project.config import ExtendedSettings
 from project.dispatch import solve
 from project.estimation import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
@@ -37,10 +38,7 @@ def setup():
             model=model,
             n_subjects=300,
             seed=SEED,
-            distribution={
-                "regime": {"label": "working"},
-                "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
-            },
+            distribution=ExtendedSettings().initial_distribution,
         )
         yield model, params, initial
     finally:

@@ -40,6 +40,8 @@ from project.estimation.inference import CRITICAL
 from project.estimation.products import SavedEstimation
 
 Z_95 = CRITICAL
+MAX_FLAT_TICKS = 5
+"""Age groups a fit panel labels horizontally; more are tilted so that their labels do not meet."""
 ESTIMATES_CAPTION = (
     "Preferences estimated by simulated moments from SCF wealth-to-income ratios: estimates, "
     "standard errors (including the simulation noise) and 95% confidence intervals."
@@ -297,7 +299,7 @@ def plot_estimation_fit(
         figure, axes = style.new_figure(nrows=1, ncols=len(estimates))
         for panel, (variant, saved) in zip(axes[0], estimates.items(), strict=True):
             moments = saved.moments
-            labels = [age_label(m) for m in moments["moment"]]
+            labels = [age_label(m).replace("-", "\u2013") for m in moments["moment"]]
             x = np.arange(len(labels))
             band = Z_95 * moments["data_std_error"].to_numpy()
             data = moments["data"].to_numpy()
@@ -313,7 +315,7 @@ def plot_estimation_fit(
                 linestyle="--",
                 label="Model at the estimates",
             )
-            panel.set_xticks(x, labels)
+            panel.set_xticks(x, labels, rotation=45 if len(labels) > MAX_FLAT_TICKS else 0)
             panel.set(
                 xlabel=style.AGE_LABEL,
                 ylabel="Mean log(wealth / income)",

@@ -13,11 +13,20 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from project.analysis.notation import age_label, number, percent, variant_name
+from project.analysis.notation import (
+    age_label,
+    number,
+    percent,
+    printed_decimals,
+    symbol,
+    variant_name,
+)
 from project.estimation.products import SavedEstimation
 from project.models import buffer_stock, lifecycle_normalised
 
 COST_DECIMALS = 3
+EARLY_CLAIM_AGE = 65
+"""The paper reports the share of the simulated claims made by this age."""
 
 
 def extended_estimates(estimates: Mapping[str, SavedEstimation]) -> dict[str, SavedEstimation]:
@@ -45,10 +54,6 @@ def extended_numbers(saved: SavedEstimation) -> dict[str, str]:
         "ages": f"{ages[0]} to {ages[-1]}".replace("-", "\u2013"),
         "n_subjects": f"{int(settings['n_subjects']):,}",
         "n_savings": str(int(calibrated["settings"]["n_savings"])),
-        "initial_median": number(
-            math.exp(calibrated["settings"]["initial_distribution"]["wealth"]["lognormal"][0]),
-            decimals=2,
-        ),
         "first_age": str(lifecycle_normalised.FIRST_AGE),
         "last_age": str(lifecycle_normalised.LAST_AGE),
         "earliest_claim": str(lifecycle_normalised.EARLIEST_CLAIM),
@@ -63,6 +68,60 @@ def extended_numbers(saved: SavedEstimation) -> dict[str, str]:
         "working_profile_last_age": str(
             lifecycle_normalised.FIRST_AGE + lifecycle_normalised.WORKING_PROFILE_AGES - 1
         ),
+        **_initial_numbers(calibrated["settings"]["initial_distribution"]["wealth"]),
+        **_claiming_numbers(calibrated.get("claiming_ages", {})),
+        **_estimate_numbers(saved),
+    }
+
+
+def _initial_numbers(wealth: Mapping[str, Any]) -> dict[str, str]:
+    """Return the initial cash on hand's median, log s.d. and clip, as printed."""
+    mean, sd = wealth["lognormal"]
+    low, high = wealth.get("clip", (0.0, math.inf))
+    return {
+        "initial_median": number(math.exp(mean), decimals=2),
+        "initial_sd": f"{sd:g}",
+        "initial_clip": f"{low:g} and {high:g}",
+    }
+
+
+def _claiming_numbers(shares: Mapping[str, float]) -> dict[str, str]:
+    """Return where the simulated claims fall by age (shares of all claims), as printed."""
+    if not shares:
+        return {}
+    by_age = {int(age): float(share) for age, share in shares.items()}
+    first = min(by_age)
+    return {
+        "claims_first": percent(by_age.get(first, 0.0)),
+        "claims_first_age": str(first),
+        "claims_early": percent(sum(v for a, v in by_age.items() if a <= EARLY_CLAIM_AGE)),
+        "early_age": str(EARLY_CLAIM_AGE),
+        "claims_last_age": str(max(a for a, v in by_age.items() if v > 0)),
+    }
+
+
+def _estimate_numbers(saved: SavedEstimation) -> dict[str, str]:
+    """Return the bounds, crra's distance from its lower bound and the estimates' correlation."""
+    if saved.estimates.empty:
+        return {}
+    rows = saved.estimates.set_index("param")
+    crra = rows.loc["crra"]
+    covariance = saved.covariance
+    correlation = covariance[0, 1] / math.sqrt(covariance[0, 0] * covariance[1, 1])
+    return {
+        "bounds": ", ".join(
+            f"{symbol(name)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
+            for name, row in rows.iterrows()
+        ),
+        "crra_lower": f"{crra.lower_bound:g}",
+        "crra_above_bound": number((crra.estimate - crra.lower_bound) / crra.std_error, decimals=1),
+        "correlation": number(correlation, decimals=2),
+        **{
+            f"{name}_se_fixed": number(value, decimals=printed_decimals(name))
+            for name, value in saved.summary["calibrated"]
+            .get("fixed_cost_standard_errors", {})
+            .items()
+        },
     }
 
 
@@ -74,7 +133,7 @@ def extended_sentence(saved: SavedEstimation) -> str:
     return (
         f"The calibration settles at a cost of working of {own['work_cost']} of consumption "
         f"({moved}), at which {own['share']} of the simulated workers alive at "
-        f"{own['claim_age']} claim at that age at the estimates, against the fact's "
+        f"{own['claim_age']} claim at that age at the estimates, against the fact\u2019s "
         f"{own['target_share']}."
     )
 
@@ -89,4 +148,4 @@ def calibration_notes(estimates: Mapping[str, SavedEstimation]) -> str:
             (name, extended_numbers(saved)) for name, saved in extended_estimates(estimates).items()
         )
     ]
-    return (" Calibrated with the estimate. " + " ".join(notes)) if notes else ""
+    return (" Parameters calibrated jointly with the estimate. " + " ".join(notes)) if notes else ""

@@ -22,10 +22,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from scipy.optimize import brentq
 
 from project.dispatch import solve
 from project.estimation.errors import EstimationError
+from project.estimation.inputs import corrected_for_simulation
+from project.estimation.result import MSMResult
 from project.regimes.spec import RegimeModel
 from project.simulation import simulate
 
@@ -48,15 +52,14 @@ def claim_share(
     A subject claims when her ``action`` takes ``label`` in that period (for
     ``lifecycle_normalised``: a worker who claims the pension and retires from the next year).
     """
-    solution = solve(model=model, params=dict(params), log_level="off")
-    panel = simulate(
-        params=dict(params),
+    deciding = _choosers(
+        model=model,
+        params=params,
         initial_conditions=initial_conditions,
-        solution=solution,
         seed=seed,
-        log_level="off",
-    ).to_dataframe()
-    deciding = panel.loc[(panel["age"] == age) & (panel["regime"] == chooser)]
+        chooser=chooser,
+    )
+    deciding = deciding.loc[deciding["age"] == age]
     if deciding.empty:
         msg = (
             f"No simulated subject of model {model.name!r} is in regime {chooser!r} at age "
@@ -65,6 +68,49 @@ def claim_share(
         )
         raise EstimationError(msg)
     return float((deciding[action] == label).mean())
+
+
+def claiming_ages(
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    initial_conditions: Mapping[str, Any],
+    seed: int,
+    chooser: str = "working",
+    action: str = "claim",
+    label: str = "claim",
+) -> dict[int, float]:
+    """Return the share of the simulated claims made at each age (of all claims made)."""
+    deciding = _choosers(
+        model=model,
+        params=params,
+        initial_conditions=initial_conditions,
+        seed=seed,
+        chooser=chooser,
+    )
+    ages = deciding.loc[deciding[action] == label, "age"].astype(int)
+    shares = ages.value_counts(normalize=True).sort_index()
+    return {int(age): float(share) for age, share in shares.items()}
+
+
+def _choosers(
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    initial_conditions: Mapping[str, Any],
+    seed: int,
+    chooser: str,
+) -> pd.DataFrame:
+    """Return the simulated rows (subject-years) of the ``chooser`` regime."""
+    solution = solve(model=model, params=dict(params), log_level="off")
+    panel = simulate(
+        params=dict(params),
+        initial_conditions=initial_conditions,
+        solution=solution,
+        seed=seed,
+        log_level="off",
+    ).to_dataframe()
+    return panel.loc[panel["regime"] == chooser]
 
 
 def calibrate(
@@ -146,3 +192,29 @@ def calibrate_and_estimate(
         "max_rounds or the tolerance."
     )
     raise EstimationError(msg)
+
+
+def calibrated_covariance(
+    *,
+    result: MSMResult,
+    cost_slope: np.ndarray,
+    cost_gradient: np.ndarray,
+) -> np.ndarray:
+    """Return the estimates' covariance when the calibrated param follows them.
+
+    The estimate solves G_theta' W g(theta, k(theta)) = 0 at the fixed point, with k(theta) the
+    calibration. Linearised in the data moments, d theta = -(G_theta' W G)^-1 G_theta' W d m
+    with the total Jacobian G = G_theta + (dm/dk)(dk/dtheta)'; so Cov = A Omega A' with
+    A = (G_theta' W G)^-1 G_theta' W and Omega the moments' covariance with the simulation
+    noise. ``cost_slope``: dm/dk (one per moment); ``cost_gradient``: dk/dtheta (one per
+    param). The fact the param is calibrated to is taken as exact.
+    """
+    partial = np.asarray(result.jacobian, dtype=float)
+    total = partial + np.outer(np.asarray(cost_slope), np.asarray(cost_gradient))
+    weighting = np.asarray(result.weighting, dtype=float)
+    omega = corrected_for_simulation(
+        covariance=result.data_covariance, n_data=result.n_data, n_simulated=result.n_simulated
+    )
+    mapping = np.linalg.solve(partial.T @ weighting @ total, partial.T @ weighting)
+    covariance = mapping @ omega @ mapping.T
+    return (covariance + covariance.T) / 2
