@@ -134,7 +134,12 @@ def saved_extended(*, share: float, rounds: list[float], value: float):
             },
         },
     }
-    moments = pd.DataFrame({"moment": ["log_wealth_income_26_30", "log_wealth_income_56_60"]})
+    moments = pd.DataFrame(
+        {
+            "moment": ["log_wealth_income_26_30", "log_wealth_income_56_60"],
+            "n_data": [2291.0, 4554.0],
+        }
+    )
     return SavedEstimation(estimates=pd.DataFrame(), moments=moments, summary=summary)
 
 

@@ -52,6 +52,7 @@ def extended_numbers(saved: SavedEstimation) -> dict[str, str]:
             for value in [r["value"] for r in calibrated["rounds"]] + [calibrated["value"]]
         ),
         "ages": f"{ages[0]} to {ages[-1]}".replace("-", "\u2013"),
+        "n_households": f"{round(float(saved.moments['n_data'].sum())):,}",
         "n_subjects": f"{int(settings['n_subjects']):,}",
         "n_savings": str(int(calibrated["settings"]["n_savings"])),
         "first_age": str(lifecycle_normalised.FIRST_AGE),
@@ -131,7 +132,8 @@ def extended_sentence(saved: SavedEstimation) -> str:
     rounds = "one round" if own["rounds"] == "1" else f"{own['rounds']} rounds"
     moved = f"the cost went {own['round_costs']} over {rounds} of estimation and calibration"
     return (
-        f"The calibration settles at a cost of working of {own['work_cost']} of consumption "
+        f"The calibration settles, within its tolerance, at a cost of working of "
+        f"{own['work_cost']} of consumption "
         f"({moved}), at which {own['share']} of the simulated workers alive at "
         f"{own['claim_age']} claim at that age at the estimates, against the fact\u2019s "
         f"{own['target_share']}."
@@ -143,7 +145,8 @@ def calibration_notes(estimates: Mapping[str, SavedEstimation]) -> str:
     notes = [
         f"{variant_name(name)}: the cost of working κ is calibrated to "
         f"{own['work_cost']}, at which {own['share']} of the workers alive at "
-        f"{own['claim_age']} claim then (the fact: {own['target_share']})."
+        f"{own['claim_age']} claim then (the fact: {own['target_share']}); its standard errors "
+        "let \u03ba follow the estimates."
         for name, own in (
             (name, extended_numbers(saved)) for name, saved in extended_estimates(estimates).items()
         )
