@@ -13,7 +13,13 @@ import pytest
 
 from project.config import ExtendedSettings
 from project.estimation import EstimationError
-from project.estimation.claiming import calibrate, calibrate_and_estimate, claim_share
+from project.estimation.claiming import (
+    calibrate,
+    calibrate_and_estimate,
+    claim_share,
+    claiming_ages,
+    claiming_table,
+)
 from project.models import lifecycle_normalised as model_module
 from project.simulation import draw_initial_conditions
 
@@ -94,24 +100,26 @@ def small_model():
 
 def test_the_share_claiming_at_62_rises_with_the_cost_of_working(small_model, x64):
     model, params, initial = small_model
-    shares = [
-        claim_share(
-            model=model,
-            params=params | {"work_cost": cost},
-            initial_conditions=initial,
-            seed=4,
-            age=62,
+    tables = [
+        claiming_table(
+            model=model, params=params | {"work_cost": cost}, initial_conditions=initial, seed=4
         )
         for cost in (0.2, 0.62, 0.8)
     ]
+    shares = [claim_share(table, age=62) for table in tables]
     assert shares[0] == 0.0 and shares[-1] == 1.0
     assert np.all(np.diff(shares) >= 0)
+    # every worker alive at 62 claims there when work costs much: all claims are made at 62
+    assert claiming_ages(tables[-1]) == {62: 1.0}
+    ages = claiming_ages(tables[1])
+    assert sum(ages.values()) == pytest.approx(1.0) and min(ages) == 62
 
 
 def test_a_claiming_age_nobody_works_at_is_refused(small_model, x64):
     model, params, initial = small_model
-    with pytest.raises(EstimationError, match=r"No simulated subject .* 'working' at age 120"):
-        claim_share(model=model, params=params, initial_conditions=initial, seed=4, age=120)
+    table = claiming_table(model=model, params=params, initial_conditions=initial, seed=4)
+    with pytest.raises(EstimationError, match=r"No simulated subject decides at age 120"):
+        claim_share(table, age=120)
 
 
 def saved_extended(*, share: float, rounds: list[float], value: float):

@@ -36,41 +36,7 @@ from project.simulation import simulate
 logger = logging.getLogger("project.estimation")
 
 
-def claim_share(
-    *,
-    model: RegimeModel,
-    params: Mapping[str, Any],
-    initial_conditions: Mapping[str, Any],
-    seed: int,
-    age: int,
-    chooser: str = "working",
-    action: str = "claim",
-    label: str = "claim",
-) -> float:
-    """Return the share of the simulated ``chooser`` regime's subjects at ``age`` who claim.
-
-    A subject claims when her ``action`` takes ``label`` in that period (for
-    ``lifecycle_normalised``: a worker who claims the pension and retires from the next year).
-    """
-    deciding = _choosers(
-        model=model,
-        params=params,
-        initial_conditions=initial_conditions,
-        seed=seed,
-        chooser=chooser,
-    )
-    deciding = deciding.loc[deciding["age"] == age]
-    if deciding.empty:
-        msg = (
-            f"No simulated subject of model {model.name!r} is in regime {chooser!r} at age "
-            f"{age}: the claiming share there is undefined. Choose an age the model's workers "
-            "reach."
-        )
-        raise EstimationError(msg)
-    return float((deciding[action] == label).mean())
-
-
-def claiming_ages(
+def claiming_table(
     *,
     model: RegimeModel,
     params: Mapping[str, Any],
@@ -79,29 +45,13 @@ def claiming_ages(
     chooser: str = "working",
     action: str = "claim",
     label: str = "claim",
-) -> dict[int, float]:
-    """Return the share of the simulated claims made at each age (of all claims made)."""
-    deciding = _choosers(
-        model=model,
-        params=params,
-        initial_conditions=initial_conditions,
-        seed=seed,
-        chooser=chooser,
-    )
-    ages = deciding.loc[deciding[action] == label, "age"].astype(int)
-    shares = ages.value_counts(normalize=True).sort_index()
-    return {int(age): float(share) for age, share in shares.items()}
-
-
-def _choosers(
-    *,
-    model: RegimeModel,
-    params: Mapping[str, Any],
-    initial_conditions: Mapping[str, Any],
-    seed: int,
-    chooser: str,
 ) -> pd.DataFrame:
-    """Return the simulated rows (subject-years) of the ``chooser`` regime."""
+    """Return, by age, the simulated subjects of the ``chooser`` regime and those who claim.
+
+    Columns ``deciding`` and ``claiming``, indexed by age. A subject claims when her ``action``
+    takes ``label`` (for ``lifecycle_normalised``: a worker who claims the pension and retires
+    from the next year).
+    """
     solution = solve(model=model, params=dict(params), log_level="off")
     panel = simulate(
         params=dict(params),
@@ -110,7 +60,30 @@ def _choosers(
         seed=seed,
         log_level="off",
     ).to_dataframe()
-    return panel.loc[panel["regime"] == chooser]
+    deciding = panel.loc[panel["regime"] == chooser]
+    claims = (deciding[action] == label).astype(int)
+    return (
+        pd.DataFrame({"age": deciding["age"].astype(int), "deciding": 1, "claiming": claims})
+        .groupby("age")
+        .sum()
+    )
+
+
+def claim_share(table: pd.DataFrame, *, age: int) -> float:
+    """Return the share of the subjects deciding at ``age`` who claim (``claiming_table``)."""
+    if age not in table.index or table.loc[age, "deciding"] == 0:
+        msg = (
+            f"No simulated subject decides at age {age}: the claiming share there is undefined. "
+            "Choose an age the model's workers reach."
+        )
+        raise EstimationError(msg)
+    return float(table.loc[age, "claiming"] / table.loc[age, "deciding"])
+
+
+def claiming_ages(table: pd.DataFrame) -> dict[int, float]:
+    """Return the share of all simulated claims made at each age (``claiming_table``)."""
+    claims = table["claiming"]
+    return {int(age): float(n / claims.sum()) for age, n in claims.items() if n > 0}
 
 
 def calibrate(

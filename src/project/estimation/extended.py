@@ -39,6 +39,7 @@ from project.estimation.claiming import (
     calibrated_covariance,
     claim_share,
     claiming_ages,
+    claiming_table,
 )
 from project.estimation.inference import CRITICAL
 from project.estimation.lifecycle import LifecycleMoments
@@ -100,14 +101,16 @@ class _Problem:
         self.start = dict(outcome.result.params)
         return outcome
 
-    def share_at(self, cost: float, estimates: Mapping[str, float]) -> float:
-        return claim_share(
+    def claims(self, cost: float, estimates: Mapping[str, float]) -> pd.DataFrame:
+        return claiming_table(
             model=self.model,
             params=self.params(cost, estimates),
             initial_conditions=self.initial,
             seed=self.seed,
-            age=int(CLAIMING_FACT["age"]),
         )
+
+    def share_at(self, cost: float, estimates: Mapping[str, float]) -> float:
+        return claim_share(self.claims(cost, estimates), age=int(CLAIMING_FACT["age"]))
 
     def calibrated(self, estimates: Mapping[str, float]) -> float:
         """Return the cost that meets the claiming fact at ``estimates`` (tightly, for slopes)."""
@@ -160,17 +163,13 @@ def estimate_extended(
         cost = rounds[-1].calibrated
         outcome = problem.estimate(cost, final=True)
         result, slopes = _following_the_cost(problem, outcome=outcome, cost=cost)
+        claims = problem.claims(cost, outcome.result.params)
         calibrated = {
             "param": CALIBRATED,
             "value": cost,
             "fact": dict(CLAIMING_FACT),
-            "share": problem.share_at(cost, outcome.result.params),
-            "claiming_ages": claiming_ages(
-                model=model,
-                params=problem.params(cost, outcome.result.params),
-                initial_conditions=problem.initial,
-                seed=problem.seed,
-            ),
+            "share": claim_share(claims, age=int(CLAIMING_FACT["age"])),
+            "claiming_ages": claiming_ages(claims),
             "rounds": [
                 {
                     "value": r.param,
