@@ -20,6 +20,7 @@ from project.estimation.claiming import (
     claiming_ages,
     claiming_table,
 )
+from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
 from project.simulation import draw_initial_conditions
 
@@ -84,9 +85,10 @@ def small_model():
     jax.config.update("jax_enable_x64", True)
     try:
         model = model_module.build_model(n_savings=40, taste_shocks=False)
-        params = {
-            k: v for k, v in model_module.default_params().items() if k in model.params_template
-        } | {"crra": 1.2, "beta": 0.95}
+        params = default_params_of(name="lifecycle_normalised", model=model) | {
+            "crra": 1.2,
+            "beta": 0.95,
+        }
         initial = draw_initial_conditions(
             model=model,
             n_subjects=200,

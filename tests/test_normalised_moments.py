@@ -15,6 +15,7 @@ from project.dispatch import solve
 from project.estimation import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
 from project.model import Model
+from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
 from project.regimes import RegimeModel
 from project.simulation import draw_initial_conditions, simulate
@@ -32,8 +33,7 @@ def setup():
     jax.config.update("jax_enable_x64", True)
     try:
         model = model_module.build_model(n_savings=60, taste_shocks=False)
-        params = model_module.default_params()
-        params = {k: v for k, v in params.items() if k in model.params_template} | POINT
+        params = default_params_of(name="lifecycle_normalised", model=model) | POINT
         initial = draw_initial_conditions(
             model=model,
             n_subjects=300,

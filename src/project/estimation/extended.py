@@ -121,7 +121,8 @@ class _Problem:
             tolerance=SLOPE_TOLERANCE,
         )
 
-    def moments_at(self, cost: float, estimates: Mapping[str, float]) -> np.ndarray:
+    def cost_slope(self, cost: float, estimates: Mapping[str, float], *, step: float) -> np.ndarray:
+        """Return the moments' slope in the cost at ``estimates`` (central differences)."""
         simulator = LifecycleMoments(
             model=self.model,
             base_params=self.params(cost, estimates),
@@ -131,7 +132,8 @@ class _Problem:
             estimated=(CALIBRATED,),
             compiled=False,
         )
-        return simulator({CALIBRATED: cost})
+        h = step * cost
+        return (simulator({CALIBRATED: cost + h}) - simulator({CALIBRATED: cost - h})) / (2 * h)
 
 
 SLOPE_TOLERANCE = 1e-6
@@ -199,8 +201,7 @@ def _following_the_cost(
     result = outcome.result
     step = float(problem.estimation["relative_step"])
     params = result.params
-    h = step * cost
-    slope = (problem.moments_at(cost + h, params) - problem.moments_at(cost - h, params)) / (2 * h)
+    slope = problem.cost_slope(cost, params, step=step)
     gradient = []
     for name, value in params.items():
         dx = step * abs(value)

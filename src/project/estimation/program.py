@@ -322,19 +322,12 @@ def _ratio(model: RegimeModel) -> Any:
             return states["wealth"] / income(codes, states, actions, params, period, age)
 
         return over_income
-    evaluators = {r: compose(view, [RATIO_TARGET]) for r, view in model.regimes.items()}
+    evaluate = _by_regime(model, {r: [RATIO_TARGET] for r in model.regimes})
 
     def ratio(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
-        shape = codes.shape
-        rows = {**states, **actions}
-        out = jnp.full(shape, jnp.nan, dtype=states["wealth"].dtype)
-        for regime, combined in evaluators.items():
-
-            def row(values, combined=combined):  # noqa: ANN001, ANN202
-                return combined({**params, **values, "period": period, "age": age})[RATIO_TARGET]
-
-            here = codes == model.code(regime)
-            out = jnp.where(here, jnp.broadcast_to(jax.vmap(row)(rows), shape), out)
+        out = jnp.full(codes.shape, jnp.nan, dtype=states["wealth"].dtype)
+        for here, values in evaluate(codes, states, actions, params, period, age):
+            out = jnp.where(here, jnp.broadcast_to(values[RATIO_TARGET], codes.shape), out)
         return out
 
     return ratio
@@ -347,29 +340,43 @@ def _income(model: RegimeModel) -> Any:
     ``working`` get the pension, ``params["pension"]`` (traced like every param, so variants
     that differ only in params share one compiled program).
     """
-    evaluators = {}
+    targets = {}
     for regime, view in model.regimes.items():
         have = [t for t in INCOME_TARGETS if t in available_targets(view)]
         if "working" in have:
-            evaluators[regime] = compose(view, have)
+            targets[regime] = have
+    evaluate = _by_regime(model, targets)
 
     def income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
         shape = codes.shape
-        rows = {**states, **actions}
         out = jnp.full(shape, params["pension"], dtype=states["wealth"].dtype)
+        for here, values in evaluate(codes, states, actions, params, period, age):
+            labour = values.get("labor_income", jnp.full(shape, jnp.nan))
+            working = jnp.broadcast_to(values["working"], shape) > 0.5
+            out = jnp.where(here & working, jnp.broadcast_to(labour, shape), out)
+        return out
+
+    return income
+
+
+def _by_regime(model: RegimeModel, targets: Mapping[str, Sequence[str]]) -> Any:
+    """Return ``evaluate(codes, states, actions, params, period, age)``.
+
+    It yields, for each regime of ``targets``, the mask of its subjects and the regime's
+    ``targets`` evaluated at every subject's states and actions (one period's 1-D arrays).
+    """
+    evaluators = {regime: compose(model.regimes[regime], list(t)) for regime, t in targets.items()}
+
+    def evaluate(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
+        rows = {**states, **actions}
         for regime, combined in evaluators.items():
 
             def row(values, combined=combined):  # noqa: ANN001, ANN202
                 return combined({**params, **values, "period": period, "age": age})
 
-            values = jax.vmap(row)(rows)
-            labour = values.get("labor_income", jnp.full(shape, jnp.nan))
-            working = jnp.broadcast_to(values["working"], shape) > 0.5
-            here = codes == model.code(regime)
-            out = jnp.where(here & working, jnp.broadcast_to(labour, shape), out)
-        return out
+            yield codes == model.code(regime), jax.vmap(row)(rows)
 
-    return income
+    return evaluate
 
 
 def _positions(host: Mapping[str, np.ndarray], *, estimated: Sequence[str]) -> list[int]:
