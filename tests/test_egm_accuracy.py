@@ -8,9 +8,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from project.dispatch import solve
-from project.egm.kinks import EMPTY, Kinks, kinks_found, mapped_savings, with_kinks
+from project.egm.kinks import (
+    EMPTY,
+    Kinks,
+    best_candidates,
+    kinks_found,
+    mapped_savings,
+    with_kinks,
+)
 from project.egm.program import build_program
 from project.egm.solution import EGMSolution
 from project.model.params import pack_params, params_on_host
@@ -95,6 +104,64 @@ def test_savings_move_onto_kinks_keeping_size_order_and_ends(x64):
     kept = np.asarray(position) < 11
     assert sorted(np.asarray(chosen)[kept].tolist()) == [1, 2, 2, 2, 3]
     assert np.all(np.asarray(chosen)[~kept] == EMPTY)
+
+
+def ranked_by_comparison(savings, candidates, generation, weight, slots):
+    """Return the best ``slots`` candidates as pairwise comparisons rank them (the reference)."""
+    inside = np.isfinite(candidates) & (candidates > savings[0]) & (candidates < savings[-1])
+    score = np.where(inside, generation - 0.5 * weight, np.inf)
+
+    def ranks(keys):
+        index = np.arange(keys.size)
+        before = (keys[None, :] < keys[:, None]) | (
+            (keys[None, :] == keys[:, None]) & (index[None, :] < index[:, None])
+        )
+        return before.sum(axis=1)
+
+    value = np.where((ranks(score) < slots) & inside, candidates, np.inf)
+    chosen, chosen_generation = np.full(slots, np.inf), np.full(slots, EMPTY)
+    order = ranks(value)
+    keep = order < slots
+    chosen[order[keep]] = value[keep]
+    chosen_generation[order[keep]] = generation[keep]
+    return chosen, np.where(np.isfinite(chosen), chosen_generation, EMPTY)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.one_of(
+                st.sampled_from([0.25, 0.5, 0.75, -1.0, 2.0]),
+                st.floats(-0.5, 1.5, width=32, allow_subnormal=False),
+            ),
+            st.integers(1, 3),
+            st.sampled_from([0.0, 0.25, 0.5]),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    slots=st.integers(1, 12),
+)
+def test_the_best_candidates_are_those_pairwise_comparisons_rank_first(rows, slots):
+    """Sorting picks what ranking every pair picked, ties, NaNs and all, in the same order."""
+    savings = np.linspace(0.0, 1.0, 9)
+    candidates = np.array([np.nan if missing else x for x, _, _, missing in rows])
+    generation = np.array([g for _, g, _, _ in rows], dtype=np.int32)
+    weight = np.array([w for _, _, w, _ in rows])
+    chosen, chosen_generation = best_candidates(
+        jnp.asarray(savings),
+        jnp.asarray(candidates),
+        jnp.asarray(generation),
+        jnp.asarray(weight),
+        slots=slots,
+    )
+    expected, expected_generation = ranked_by_comparison(
+        savings, candidates, generation, weight, slots
+    )
+    np.testing.assert_array_equal(np.asarray(chosen), expected)
+    np.testing.assert_array_equal(np.asarray(chosen_generation), expected_generation)
 
 
 def test_clustered_kinks_take_consecutive_points_and_near_duplicates_go(x64):

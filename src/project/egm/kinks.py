@@ -82,16 +82,8 @@ def with_kinks(
     Returns the grid, the replaced positions (``savings.size`` where none) and generations.
     """
     n, dtype = savings.shape[0], savings.dtype
-    inside = jnp.isfinite(candidates) & (candidates > savings[0]) & (candidates < savings[-1])
-    score = jnp.where(inside, generation.astype(dtype) - 0.5 * weight, jnp.inf)
-    # The best ``slots`` by score, then in increasing savings (ranks by comparison, no sort:
-    # a few dozen values, and sorts cost more than the comparisons on XLA:CPU).
-    best = _ranks(score) < slots
-    value = jnp.where(best & inside, candidates, jnp.inf)
-    by_value = _ranks(value)
-    chosen = jnp.full((slots,), jnp.inf, dtype).at[by_value].set(value, mode="drop")
-    chosen_generation = (
-        jnp.full((slots,), EMPTY, jnp.int32).at[by_value].set(generation, mode="drop")
+    chosen, chosen_generation = best_candidates(
+        savings, candidates, generation, weight, slots=slots
     )
     valid = jnp.isfinite(chosen)
     # A kink within a hair of the previous one would give two endogenous points that rounding
@@ -113,13 +105,34 @@ def with_kinks(
     return grid, position, jnp.where(kept, chosen_generation, EMPTY)
 
 
-def _ranks(keys: jnp.ndarray) -> jnp.ndarray:
-    """Return each key's position in increasing order (ties by index)."""
-    index = jnp.arange(keys.shape[0])
-    before = (keys[None, :] < keys[:, None]) | (
-        (keys[None, :] == keys[:, None]) & (index[None, :] < index[:, None])
-    )
-    return jnp.sum(before, axis=1)
+def best_candidates(
+    savings: jnp.ndarray,
+    candidates: jnp.ndarray,
+    generation: jnp.ndarray,
+    weight: jnp.ndarray,
+    *,
+    slots: int,
+) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Return the best ``slots`` candidates inside the grid in increasing order, and generations.
+
+    Best: lowest generation, then highest weight, then lowest index; equal values keep the order
+    of their index. Slots without a candidate hold inf (generation ``EMPTY``). Two stable
+    sorts: ranking by pairwise comparisons instead costs (nodes x slots)^2, 200,000
+    comparisons a period at 50 shock nodes and 9 slots, most of a plain EGM solve.
+    """
+    dtype = savings.dtype
+    short = slots - candidates.shape[0]
+    if short > 0:  # fewer candidates than slots: pad with empty ones
+        candidates = jnp.concatenate([candidates, jnp.full((short,), jnp.nan, dtype)])
+        generation = jnp.concatenate([generation, jnp.full((short,), EMPTY, generation.dtype)])
+        weight = jnp.concatenate([weight, jnp.zeros((short,), weight.dtype)])
+    inside = jnp.isfinite(candidates) & (candidates > savings[0]) & (candidates < savings[-1])
+    score = jnp.where(inside, generation.astype(dtype) - 0.5 * weight, jnp.inf)
+    picked = jnp.sort(jnp.argsort(score, stable=True)[:slots])
+    value = jnp.where(inside[picked], candidates[picked], jnp.inf)
+    by_value = jnp.argsort(value, stable=True)
+    chosen = value[by_value]
+    return chosen, jnp.where(jnp.isfinite(chosen), generation[picked][by_value], EMPTY)
 
 
 def kinks_found(

@@ -55,7 +55,15 @@ POINTS_PER_KINK = 16
 def build_program(
     model: Model, *, window: int, kink_slots: int | None = None
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
-    """Return the jitted ``program(flat_params, savings) -> (arrays, report)``.
+    """Return ``program_function``'s program, jitted."""
+    program = program_function(model, window=window, kink_slots=kink_slots)
+    return jax.jit(program, compiler_options=quick_compile_options())
+
+
+def program_function(
+    model: Model, *, window: int, kink_slots: int | None = None
+) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
+    """Return ``program(flat_params, savings) -> (arrays, report)``, traceable, not jitted.
 
     The arrays have axes (period, discrete states..., choice, node), the report one row per
     period (``REPORT_COLUMNS``).
@@ -104,7 +112,7 @@ def build_program(
         )
         return stacked, jnp.concatenate([reports, terminal_report[None]])
 
-    return jax.jit(program, compiler_options=quick_compile_options())
+    return program
 
 
 def period_report(flags: jnp.ndarray, feasible: jnp.ndarray) -> jnp.ndarray:

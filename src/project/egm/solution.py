@@ -60,9 +60,7 @@ class EGMSolution:
 
     def period_arrays(self, period: int | jax.Array) -> EGMArrays:
         """Return one period's arrays with the contexts flattened: (context, choice, ...)."""
-        n_contexts = self.structure.n_contexts
-        depth = 1 + len(self.structure.discrete_shape)
-        return jax.tree.map(lambda x: x[period].reshape(n_contexts, *x.shape[depth:]), self.arrays)
+        return period_slice(self.arrays, period=period, structure=self.structure)
 
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
@@ -162,6 +160,14 @@ class EGMSolution:
             age,
             self.savings[0],
         )
+
+
+def period_slice(
+    arrays: EGMArrays, *, period: int | jax.Array, structure: EGMStructure
+) -> EGMArrays:
+    """Return ``period``'s arrays, contexts flattened (traceable): (context, choice, ...)."""
+    depth = 1 + len(structure.discrete_shape)
+    return jax.tree.map(lambda x: x[period].reshape(structure.n_contexts, *x.shape[depth:]), arrays)
 
 
 def _evaluator(model: Model) -> Callable[..., Any]:

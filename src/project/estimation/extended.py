@@ -66,6 +66,7 @@ class _Problem:
     settings: Mapping[str, Any]
     initial: dict[str, np.ndarray] = field(init=False)
     start: dict[str, float] = field(init=False)
+    tables: dict[tuple[Any, ...], pd.DataFrame] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self.initial = draw_initial_conditions(
@@ -102,12 +103,20 @@ class _Problem:
         return outcome
 
     def claims(self, cost: float, estimates: Mapping[str, float]) -> pd.DataFrame:
-        return claiming_table(
-            model=self.model,
-            params=self.params(cost, estimates),
-            initial_conditions=self.initial,
-            seed=self.seed,
-        )
+        """Return the claiming table at ``cost`` and ``estimates``, simulated once per point.
+
+        ``calibrate`` reads the bounds' shares and ``brentq`` reads them again; the rounds read
+        the share where they were estimated: each point is solved and simulated once.
+        """
+        key = (float(cost), *sorted((k, float(v)) for k, v in estimates.items()))
+        if key not in self.tables:
+            self.tables[key] = claiming_table(
+                model=self.model,
+                params=self.params(cost, estimates),
+                initial_conditions=self.initial,
+                seed=self.seed,
+            )
+        return self.tables[key]
 
     def share_at(self, cost: float, estimates: Mapping[str, float]) -> float:
         return claim_share(self.claims(cost, estimates), age=int(CLAIMING_FACT["age"]))

@@ -48,7 +48,6 @@ from project.data.replication import (
     read_wealth_ratios,
     weighted_medians,
 )
-from project.dispatch import solve
 from project.estimation.errors import EstimationError
 from project.estimation.msm import estimate_msm
 from project.estimation.products import save_estimation
@@ -57,7 +56,7 @@ from project.estimation.result import MSMResult
 from project.estimation.variant import EstimationOutcome, search_record, visible_warnings
 from project.models import buffer_stock
 from project.points import precision
-from project.simulation.forward import simulate
+from project.simulation.program import PanelProgram
 
 logger = logging.getLogger("project.estimation")
 
@@ -113,6 +112,14 @@ class ReplicationMoments:
         n_periods = buffer_stock.LAST_AGE - first + 1
         draws = np.random.default_rng(self.seed + 2)
         self.permanent_bins = draws.integers(0, buffer_stock.N_NODES, size=(n_subjects, n_periods))
+        # Solve and simulate in one program, up to the last period a moment reads.
+        self.program = PanelProgram(
+            model=self.model,
+            initial_conditions=self.initial,
+            seed=self.seed + 1,
+            stop_period=max(max(columns) for columns in self.columns) + 1,
+            record=("wealth", "consumption"),
+        )
 
     def params(self, values: Mapping[str, float]) -> dict[str, Any]:
         """Return the model's params at ``values`` of crra and beta."""
@@ -133,17 +140,17 @@ class ReplicationMoments:
         return base["interest_factor"] * assets / growth + 1.0
 
     def __call__(self, values: Mapping[str, float]) -> np.ndarray:
-        """Return the medians at ``values``: solve by EGM, simulate, take the groups' medians."""
+        """Return the medians at ``values``: solve by EGM, simulate, take the groups' medians.
+
+        The solve and the simulation up to age 59 run as one compiled program
+        (``PanelProgram``, the same panel as ``solve`` then ``simulate``); the medians are
+        NaN where the solve failed (the estimation then names the params).
+        """
         params = self.params(values)
-        solution = solve(model=self.model, params=params, method="egm")
-        panel = simulate(
-            params=params,
-            initial_conditions=self.initial,
-            solution=solution,
-            seed=self.seed + 1,
-            log_level="off",
-        )
-        assets = panel.columns["wealth"] - panel.columns["consumption"]
+        panel = self.program(params)
+        if panel is None:
+            return np.full(len(self.columns), np.nan)
+        assets = panel["wealth"] - panel["consumption"]
         periods = np.arange(assets.shape[1])[None, :]
         psi = params["permanent_nodes"][periods, self.permanent_bins[:, : assets.shape[1]]]
         balances = params["interest_factor"] * assets / (params["income_growth"][periods] * psi)

@@ -101,7 +101,12 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
 
 
 def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
-    """Return the jitted EGM (and DC-EGM) step, with the grid step's signature.
+    """Return ``egm_step_function``'s step, jitted."""
+    return jax.jit(egm_step_function(model, terminal=terminal))
+
+
+def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
+    """Return the EGM (and DC-EGM) step, traceable, with the grid step's signature.
 
     ``expected`` is the pair (period arrays with flattened contexts, borrowing limit);
     ``grid_points`` is unused. With taste shocks the discrete choice is drawn from its logit
@@ -142,7 +147,7 @@ def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
             states, keys, expected, params, period, age
         )
 
-    return jax.jit(step)
+    return step
 
 
 def choice_actions(
