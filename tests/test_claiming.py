@@ -148,6 +148,7 @@ def saved_extended(*, share: float, rounds: list[float], value: float):
         {
             "moment": ["log_wealth_income_26_30", "log_wealth_income_56_60"],
             "n_data": [2291.0, 4554.0],
+            "n_simulated": [4993.0, 4626.0],
         }
     )
     return SavedEstimation(estimates=pd.DataFrame(), moments=moments, summary=summary)
@@ -163,6 +164,7 @@ def test_the_caption_and_the_text_print_the_same_calibration():
     own = extended_numbers(saved)
     assert own["work_cost"] == "0.620" and own["share"] == "35.8 %"
     assert own["round_costs"] == "0.600, 0.621, 0.620" and own["ages"] == "26\u201330 to 56\u201360"
+    assert own["simulation_share"] == "98.4 %"  # 4,554 / 4,626, the larger of the two
     for figure in (own["work_cost"], own["share"], own["target_share"]):
         assert figure in caption and figure in extended_sentence(saved)
     assert "From age 25" in caption and "Baseline" not in caption

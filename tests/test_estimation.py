@@ -614,3 +614,19 @@ def test_a_slice_point_without_finite_moments_is_a_gap_not_a_number():
     assert [c is None for c in criterion] == [v > edge for v in values]
     assert any(c is None for c in criterion) and any(c is not None for c in criterion)
     assert all(c is not None for c in profiles["y"]["criterion"])
+
+
+def test_the_simulation_share_is_the_simulated_means_variance_over_the_datas():
+    """Means of n_data and of n_simulated draws of one distribution: the simulated mean's
+    variance over the data mean's is n_data / n_simulated, and the table's largest is read."""
+    from project.estimation.inputs import largest_simulation_share, simulation_variance_share
+
+    rng = np.random.default_rng(1)
+    n_data, n_simulated, draws = 300, 1200, 4000
+    data_means = rng.lognormal(0.0, 0.8, size=(draws, n_data)).mean(axis=1)
+    simulated_means = rng.lognormal(0.0, 0.8, size=(draws, n_simulated)).mean(axis=1)
+    share = simulation_variance_share(n_data=n_data, n_simulated=n_simulated)
+    assert share == pytest.approx(0.25)
+    assert simulated_means.var() / data_means.var() == pytest.approx(float(share), rel=0.1)
+    table = pd.DataFrame({"n_data": [4942.4, 2432.0], "n_simulated": [59_844.0, 48_300.0]})
+    assert largest_simulation_share(table) == pytest.approx(4942.4 / 59_844.0)

@@ -21,6 +21,7 @@ from project.analysis.notation import (
     symbol,
     variant_name,
 )
+from project.estimation.inputs import largest_simulation_share
 from project.estimation.products import SavedEstimation
 from project.models import buffer_stock, lifecycle_normalised
 
@@ -54,6 +55,7 @@ def extended_numbers(saved: SavedEstimation) -> dict[str, str]:
         "ages": f"{ages[0]} to {ages[-1]}".replace("-", "\u2013"),
         "n_households": f"{round(float(saved.moments['n_data'].sum())):,}",
         "n_subjects": f"{int(settings['n_subjects']):,}",
+        "simulation_share": percent(largest_simulation_share(saved.moments)),
         "n_savings": str(int(calibrated["settings"]["n_savings"])),
         "first_age": str(lifecycle_normalised.FIRST_AGE),
         "last_age": str(lifecycle_normalised.LAST_AGE),

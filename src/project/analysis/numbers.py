@@ -57,6 +57,7 @@ from project.data.replication import read_profiles
 from project.data.scf import IMPLICATES, WAVES
 from project.errors import ConfigurationError
 from project.estimation.inference import CONFIDENCE
+from project.estimation.inputs import largest_simulation_share
 from project.estimation.products import SavedEstimation, load_estimation
 from project.estimation.variant import halton_points
 from project.persist.atomic import write_bytes_atomically
@@ -123,6 +124,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     numbers["ages"] = f"{ages[0]} to {ages[-1]}".replace("-", "\u2013")
     settings = first.summary["settings"]
     numbers["n_subjects"] = f"{int(settings['n_subjects']):,}"
+    numbers["simulation_share"] = percent(largest_simulation_share(first.moments))
     numbers["start"] = joined(
         [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
     )

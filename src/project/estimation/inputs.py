@@ -120,11 +120,28 @@ class MomentProblem:
         return self.root @ (simulated - self.data)
 
 
+def simulation_variance_share(*, n_data: Any, n_simulated: Any) -> np.ndarray:
+    """Return each simulated moment's sampling variance over its data moment's: n_data / n_sim.
+
+    The simulated statistic of n_sim households has the data's dispersion over n_sim where the
+    data's has it over n_data.
+    """
+    return np.asarray(n_data, dtype=float) / np.asarray(n_simulated, dtype=float)
+
+
+def largest_simulation_share(moments: pd.DataFrame) -> float:
+    """Return the largest ``simulation_variance_share`` of a saved moment table's moments."""
+    shares = simulation_variance_share(
+        n_data=moments["n_data"].to_numpy(), n_simulated=moments["n_simulated"].to_numpy()
+    )
+    return float(shares.max())
+
+
 def corrected_for_simulation(
     *, covariance: np.ndarray, n_data: np.ndarray, n_simulated: np.ndarray
 ) -> np.ndarray:
     """Return D Omega D with D = diag(sqrt(1 + n_data / n_simulated)) (simulation noise added)."""
-    scale = np.sqrt(1.0 + n_data / n_simulated)
+    scale = np.sqrt(1.0 + simulation_variance_share(n_data=n_data, n_simulated=n_simulated))
     return covariance * np.outer(scale, scale)
 
 
