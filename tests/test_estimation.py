@@ -630,3 +630,47 @@ def test_the_simulation_share_is_the_simulated_means_variance_over_the_datas():
     assert simulated_means.var() / data_means.var() == pytest.approx(float(share), rel=0.1)
     table = pd.DataFrame({"n_data": [4942.4, 2432.0], "n_simulated": [59_844.0, 48_300.0]})
     assert largest_simulation_share(table) == pytest.approx(4942.4 / 59_844.0)
+
+
+def test_step_standard_errors_of_linear_moments_are_the_sandwichs_at_any_step():
+    """m(theta) = A theta: every central difference is exact, so each step gives (A'WA)^-1."""
+    from types import SimpleNamespace
+
+    from project.estimation.inference import step_standard_errors
+
+    a = np.array([[1.0, 0.3], [0.2, 2.0], [0.5, -0.7]])
+    weighting = np.diag([4.0, 1.0, 2.0])
+    result = SimpleNamespace(
+        params={"x": 0.5, "y": -1.2},
+        param_names=("x", "y"),
+        moment_names=("m1", "m2", "m3"),
+        weighting=weighting,
+    )
+    expected = np.sqrt(np.diag(np.linalg.inv(a.T @ weighting @ a)))
+    for step in (1e-1, 1e-3):
+        errors = step_standard_errors(
+            simulate_moments=lambda p: a @ np.array([p["x"], p["y"]]), result=result, step=step
+        )
+        np.testing.assert_allclose([errors["x"], errors["y"]], expected, rtol=1e-7)
+
+
+def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
+    from project.analysis.estimation import step_sentence
+    from project.estimation.products import SavedEstimation
+
+    summary = {
+        "settings": {"relative_step": 0.001},
+        "param_names": ["crra", "beta"],
+        "searches": {
+            "multistart": {
+                "kept": True,
+                "std_errors_by_step": {"0.01": {"beta": 0.000589, "crra": 0.04151}},
+            }
+        },
+    }
+    saved = SavedEstimation(estimates=pd.DataFrame(), moments=pd.DataFrame(), summary=summary)
+    sentence = step_sentence(saved)
+    assert "differences of 0.1 % of each estimate; steps of 1 %" in sentence
+    assert "0.042 for \u03b3 and 0.0006 for \u03b2." in sentence
+    summary["searches"]["multistart"].pop("std_errors_by_step")
+    assert step_sentence(saved).endswith("0.1 % of each estimate.")

@@ -28,10 +28,14 @@ from project.analysis.notation import (
     PARAMETERS,
     Notation,
     age_label,
+    joined,
+    number,
     p_relation,
     p_value,
     parameter_label,
+    percent,
     printed_decimals,
+    symbol,
     variant_name,
     with_plain_parameters,
 )
@@ -147,8 +151,8 @@ def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
                 {"start": {}, "end": search["params"], "objective": search["objective"]}
             ]
             best = min(range(len(local)), key=lambda i: float(local[i]["objective"]))
-            for number, found in enumerate(local, start=1):
-                label = _search_label(name, number, n_local=len(local), n_searches=len(searches))
+            for position, found in enumerate(local, start=1):
+                label = _search_label(name, position, n_local=len(local), n_searches=len(searches))
                 rows.append(
                     {
                         "Variant": variant_name(variant),
@@ -157,7 +161,7 @@ def searches_table(estimates: Mapping[str, SavedEstimation]) -> pd.DataFrame:
                         "End": point_cell(found["end"]),
                         "Criterion": float(found["objective"]),
                         "Converged": {True: "yes", False: "no"}.get(found.get("converged"), ""),
-                        "Kept": "yes" if search["kept"] and number - 1 == best else "",
+                        "Kept": "yes" if search["kept"] and position - 1 == best else "",
                     }
                 )
     return pd.DataFrame(rows, columns=list(SEARCHES_COLUMNS))
@@ -188,6 +192,28 @@ def point_cell(point: Mapping[str, float]) -> Symbol | str:
 
 def _rank(name: str, order: list[str]) -> tuple[int, str]:
     return (order.index(name) if name in order else len(order), name)
+
+
+def step_sentence(saved: SavedEstimation) -> str:
+    """Return the sentence on the Jacobian's step and the standard errors from another step."""
+    kept = next((r for r in saved.summary.get("searches", {}).values() if r.get("kept")), {})
+    by_step = kept.get("std_errors_by_step", {})
+    step = percent(float(saved.summary["settings"]["relative_step"]))
+    sentence = f"Their Jacobian is taken by central differences of {step} of each estimate"
+    if not by_step:
+        return sentence + "."
+    other, errors = next(iter(by_step.items()))
+    order = list(saved.summary.get("param_names", [])) + sorted(errors)  # the estimates' order
+    printed = joined(
+        [
+            f"{number(error, decimals=printed_decimals(param))} for {symbol(param)}"
+            for param, error in sorted(errors.items(), key=lambda item: order.index(item[0]))
+        ]
+    )
+    return (
+        f"{sentence}; steps of {percent(float(other), decimals=0)}, which reach where the "
+        f"moments curve, would give standard errors of {printed}."
+    )
 
 
 def j_test_notes(estimates: Mapping[str, SavedEstimation]) -> str:

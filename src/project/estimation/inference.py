@@ -19,10 +19,12 @@ every moment); otherwise J is a conservative approximation and ``efficient_weigh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import optimagic as om
 import scipy.stats
 
 from project.estimation.errors import EstimationError
@@ -146,3 +148,24 @@ def is_efficient(*, weighting: np.ndarray, corrected_covariance: np.ndarray) -> 
     product = weighting @ corrected_covariance
     scale = np.trace(product) / len(product)
     return bool(np.allclose(product, scale * np.eye(len(product)), rtol=0, atol=1e-8 * scale))
+
+
+def step_standard_errors(
+    *, simulate_moments: Callable[[Mapping[str, float]], Any], result: Any, step: float
+) -> dict[str, float]:
+    """Return the efficient-weighting standard errors from central differences of ``step``.
+
+    Steps are ``step`` times max(|param|, 0.1), as ``estimate_msm`` takes them; the weighting
+    is the efficient one, so the sandwich is the inverse of G'WG. ``result``: an ``MSMResult``.
+    """
+    estimates = np.asarray([result.params[name] for name in result.param_names])
+    jacobian = om.first_derivative(
+        lambda values: simulate_moments(dict(zip(result.param_names, values, strict=True))),
+        estimates,
+        method="central",
+        scaling_factor=step / np.sqrt(np.finfo(float).eps),
+        error_handling="raise_strict",
+    ).derivative
+    jacobian = np.asarray(jacobian, dtype=float).reshape(len(result.moment_names), -1)
+    covariance = np.linalg.inv(jacobian.T @ result.weighting @ jacobian)
+    return {name: float(np.sqrt(covariance[i, i])) for i, name in enumerate(result.param_names)}

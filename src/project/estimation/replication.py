@@ -49,6 +49,7 @@ from project.data.replication import (
     weighted_medians,
 )
 from project.estimation.errors import EstimationError
+from project.estimation.inference import step_standard_errors
 from project.estimation.msm import estimate_msm
 from project.estimation.products import save_estimation
 from project.estimation.profiles import criterion_profiles
@@ -246,32 +247,11 @@ def _efficient_msm(
     )
     record = search_record(result, kept=True) | {
         "std_errors_by_step": {
-            str(step): step_standard_errors(simulator=simulator, result=result, step=step)
+            str(step): step_standard_errors(simulate_moments=simulator, result=result, step=step)
             for step in settings["alternative_steps"]
         }
     }
     return result, record
-
-
-def step_standard_errors(
-    *, simulator: ReplicationMoments, result: MSMResult, step: float
-) -> dict[str, float]:
-    """Return the MSM standard errors with the Jacobian from central differences of ``step``.
-
-    Steps are ``step`` times max(|param|, 0.1), as ``estimate_msm`` takes them; the weighting is
-    the efficient one, so the sandwich is the inverse of J'WJ.
-    """
-    estimates = np.asarray([result.params[name] for name in result.param_names])
-    jacobian = om.first_derivative(
-        lambda values: simulator(dict(zip(result.param_names, values, strict=True))),
-        estimates,
-        method="central",
-        scaling_factor=step / np.sqrt(np.finfo(float).eps),
-        error_handling="raise_strict",
-    ).derivative
-    jacobian = np.asarray(jacobian, dtype=float).reshape(len(simulator.moment_names), -1)
-    covariance = np.linalg.inv(jacobian.T @ result.weighting @ jacobian)
-    return {name: float(np.sqrt(covariance[i, i])) for i, name in enumerate(result.param_names)}
 
 
 def other_draws_name(draw: int) -> str:

@@ -52,6 +52,7 @@ import pandas as pd
 from scipy.stats import qmc
 
 from project.estimation.errors import EstimationError
+from project.estimation.inference import step_standard_errors
 from project.estimation.lifecycle import LifecycleMoments
 from project.estimation.msm import estimate_msm
 from project.estimation.profiles import criterion_profiles
@@ -185,6 +186,12 @@ def estimate_variant(
         name = "from the start" if options is False else "multistart"
         searches = {name: estimate_msm(**common, multistart=options)}
         result = searches[name]
+        by_step = {
+            str(float(step)): step_standard_errors(
+                simulate_moments=simulator, result=result, step=float(step)
+            )
+            for step in settings.get("alternative_steps", ())
+        }
         profiles = (
             criterion_profiles(simulate_moments=simulator, result=result)
             if settings.get("profiles", True)
@@ -197,7 +204,9 @@ def estimate_variant(
             seconds=time.perf_counter() - started,
             warnings=visible_warnings(result),
             searches={
-                name: search_record(found, kept=found is result) for name, found in searches.items()
+                name: search_record(found, kept=found is result)
+                | ({"std_errors_by_step": by_step} if found is result and by_step else {})
+                for name, found in searches.items()
             },
             profiles=profiles,
         )
