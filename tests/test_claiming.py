@@ -131,7 +131,7 @@ def saved_extended(*, share: float, rounds: list[float], value: float):
     from project.estimation.products import SavedEstimation
 
     summary = {
-        "settings": {"n_subjects": 5000},
+        "settings": {"n_subjects": 5000, "relative_step": 0.01},
         "calibrated": {
             "param": "work_cost",
             "value": value,

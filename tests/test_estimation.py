@@ -668,9 +668,10 @@ def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
             }
         },
     }
-    saved = SavedEstimation(estimates=pd.DataFrame(), moments=pd.DataFrame(), summary=summary)
+    estimates = pd.DataFrame({"param": ["crra", "beta"], "std_error": [0.0427, 0.00056]})
+    saved = SavedEstimation(estimates=estimates, moments=pd.DataFrame(), summary=summary)
     sentence = step_sentence(saved)
     assert "differences of 0.1 % of each estimate; steps of 1 %" in sentence
-    assert "0.042 for \u03b3 and 0.0006 for \u03b2." in sentence
+    assert "0.042 for \u03b3 and 0.0006 for \u03b2, at most 5 % from these." in sentence
     summary["searches"]["multistart"].pop("std_errors_by_step")
     assert step_sentence(saved).endswith("0.1 % of each estimate.")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import scipy.stats
 
 from project import style
 from project.analysis.extended import calibration_notes
@@ -40,7 +41,7 @@ from project.analysis.notation import (
     with_plain_parameters,
 )
 from project.analysis.table_output import Symbol, typst_escape, write_table_files
-from project.estimation.inference import CRITICAL
+from project.estimation.inference import CONFIDENCE, CRITICAL
 from project.estimation.products import SavedEstimation
 
 Z_95 = CRITICAL
@@ -210,9 +211,41 @@ def step_sentence(saved: SavedEstimation) -> str:
             for param, error in sorted(errors.items(), key=lambda item: order.index(item[0]))
         ]
     )
+    main = saved.estimates.set_index("param")["std_error"].astype(float)
+    apart = max(abs(errors[p] / main[p] - 1) for p in errors if p in main) if len(main) else 0.0
     return (
-        f"{sentence}; steps of {percent(float(other), decimals=0)}, which reach where the "
-        f"moments curve, would give standard errors of {printed}."
+        f"{sentence}; steps of {percent(float(other), decimals=0)} give standard errors of "
+        f"{printed}, at most {percent(apart, decimals=0)} from these."
+    )
+
+
+def misfit_sentence(saved: SavedEstimation) -> str:
+    """Return where the fit is worst: the two largest |t| of the moment table, the rest's bound."""
+    t = saved.moments.set_index("moment")["t_stat"].astype(float)
+    order = t.abs().sort_values(ascending=False).index
+    dash = "\u2013"
+    worst = [
+        f"{age_label(m).replace('-', dash)} (t = {number(t[m], decimals=2)})" for m in order[:2]
+    ]
+    sentence = f"The baseline's misfit is largest at ages {joined(worst)}"
+    if len(order) > 2:
+        sentence += f"; the other groups lie within {number(t[order[2:]].abs().max(), decimals=1)}"
+    return sentence + " standard errors of the difference."
+
+
+def j_inflation_sentence(saved: SavedEstimation) -> str:
+    """Return how much larger the data's variances would have to be for J not to reject."""
+    summary = saved.summary
+    level = percent(1 - CONFIDENCE, decimals=0)
+    if int(summary["j_dof"]) < 1:
+        return ""
+    critical = float(scipy.stats.chi2.ppf(CONFIDENCE, int(summary["j_dof"])))
+    factor = float(summary["j_statistic"]) / critical
+    if factor <= 1:
+        return f"Even so, the baseline's J-test does not reject at the {level} level."
+    return (
+        f"The baseline's J-test would not reject at the {level} level were the data's variances "
+        f"{number(factor, decimals=2)} times as large (J scales with their inverse)."
     )
 
 

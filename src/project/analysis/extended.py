@@ -56,6 +56,7 @@ def extended_numbers(saved: SavedEstimation) -> dict[str, str]:
         "n_households": f"{round(float(saved.moments['n_data'].sum())):,}",
         "n_subjects": f"{int(settings['n_subjects']):,}",
         "simulation_share": percent(largest_simulation_share(saved.moments)),
+        "step": percent(float(settings["relative_step"]), decimals=0),
         "n_savings": str(int(calibrated["settings"]["n_savings"])),
         "first_age": str(lifecycle_normalised.FIRST_AGE),
         "last_age": str(lifecycle_normalised.LAST_AGE),

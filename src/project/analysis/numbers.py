@@ -18,7 +18,12 @@ from typing import Any
 import pandas as pd
 
 from project.analysis.calibration_text import calibration_targets_sentence
-from project.analysis.estimation import age_label, step_sentence
+from project.analysis.estimation import (
+    age_label,
+    j_inflation_sentence,
+    misfit_sentence,
+    step_sentence,
+)
 from project.analysis.extended import extended_estimates, extended_numbers, extended_sentence
 from project.analysis.notation import (
     AT_BOUND,
@@ -126,6 +131,8 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     numbers["n_subjects"] = f"{int(settings['n_subjects']):,}"
     numbers["simulation_share"] = percent(largest_simulation_share(first.moments))
     numbers["step_sentence"] = step_sentence(first)
+    numbers["misfit_sentence"] = misfit_sentence(first)
+    numbers["j_inflation_sentence"] = j_inflation_sentence(first)
     numbers["start"] = joined(
         [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
     )

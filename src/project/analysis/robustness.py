@@ -262,8 +262,9 @@ def _c_sentences(
     if sentences:
         sentences.append(
             "C is chi-square only under efficient weighting: ours leaves out the correlation of "
-            "the simulated moments, which share simulated households, and the data's variances "
-            "are understated (see the data paragraph), so the test over-rejects. It is more "
+            "the simulated moments, which share simulated households, so its size is "
+            "approximate, and the data's variances are understated (see the data paragraph), "
+            "which makes it over-reject. It is more "
             "powerful against one moment's misfit than the J-test, which spreads its degrees of "
             "freedom over all moments."
         )
