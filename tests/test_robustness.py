@@ -243,3 +243,22 @@ def test_without_an_interval_the_lambda_sentence_gives_none():
         baseline=BASELINE, checks={"income": CHECKS["income"]}, specs=SPECS, welfare=welfare
     )
     assert sentence.endswith("against −2.00 % in the baseline.")
+
+
+def test_checks_outside_the_baselines_interval_are_counted():
+    """The interval is lambda +- 1.96 s.e.: with s.e. 0.1 %, -4.88 % lies outside -4.85..-4.45."""
+    welfare = Welfare(
+        baseline=-0.0465,
+        checks={"income": -0.0458, "shocks": -0.0468, "ages": -0.0488},
+        interval="[−4.85 %, −4.45 %]",
+        std_error=0.001,
+    )
+    sentence = robustness_estimates_sentence(
+        baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare
+    )
+    assert sentence.endswith("is [−4.85 %, −4.45 %] (1 of the 3 outside it).")
+    inside = Welfare(**(vars(welfare) | {"std_error": 0.01}))
+    sentence = robustness_estimates_sentence(
+        baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=inside
+    )
+    assert sentence.endswith("is [−4.85 %, −4.45 %].")

@@ -35,7 +35,7 @@ from project.analysis.notation import (
     symbol,
 )
 from project.analysis.table_output import write_table_files
-from project.estimation.inference import CONFIDENCE
+from project.estimation.inference import CONFIDENCE, CRITICAL
 from project.estimation.products import SavedEstimation
 from project.persist.manifest import read_json_object
 
@@ -96,6 +96,8 @@ class Welfare:
     interval: str | None = None
     """The baseline's 95 % interval as the welfare table prints it (``lambda_ci``); none where
     an estimate lies at a bound (the welfare measure then has no standard error)."""
+    std_error: float | None = None
+    """The baseline λ's standard error (``lambda_se``), which that interval is made of."""
 
 
 def table_formats(params: Sequence[str], *, welfare: bool = False) -> dict[str, str]:
@@ -127,6 +129,7 @@ def read_welfare(results: Mapping[str, Path]) -> Welfare:
         baseline=float(robustness["status_quo"]["lambda"]),
         checks={name: float(value["lambda"]) for name, value in robustness["checks"].items()},
         interval=headline["numbers"].get("lambda_ci"),
+        std_error=headline.get("lambda_se"),
     )
 
 
@@ -174,12 +177,14 @@ def robustness_estimates_sentence(
     descriptions = {name: spec["description"] for name, spec in specs.items()}
     table = robustness_table(baseline=baseline, checks=checks, specs=specs, welfare=welfare)
     clauses = []
+    rows = baseline.estimates.set_index("param")
     for param in baseline.estimates["param"]:
         column = table[symbol(param)]
         found = dict(zip(checks, column.iloc[1:].astype(float), strict=True))
         decimals = printed_decimals(param)
         clauses.append(
             _range_clause(symbol(param), found, descriptions, decimals, base=column.iloc[0])
+            + _outside_clause(found, rows.loc[param, "ci_lower"], rows.loc[param, "ci_upper"])
         )
     sentences = [
         f"Estimated again with one assumption changed at a time, {'; '.join(clauses)}.",
@@ -199,8 +204,31 @@ def robustness_estimates_sentence(
             else f", whose {percent(CONFIDENCE, decimals=0)} interval over the estimates' "
             f"uncertainty is {welfare.interval}"
         )
-        sentences.append(f"At each check's estimates, the pension cut's {clause}{interval}.")
+        outside = ""
+        if welfare.interval is not None and welfare.std_error is not None:
+            half = CRITICAL * 100 * float(welfare.std_error)
+            base = float(table[LAMBDA].iloc[0])
+            outside = _outside_clause(found, base - half, base + half, named=False)
+        sentences.append(
+            f"At each check's estimates, the pension cut's {clause}{interval}{outside}."
+        )
     return " ".join(sentences)
+
+
+def _outside_clause(
+    values: Mapping[str, float], lower: float, upper: float, *, named: bool = True
+) -> str:
+    """Return how many checks lie outside the baseline's 95 % interval [lower, upper], if any.
+
+    ``named``: name the interval; else call it "it" (the sentence has just printed it).
+    """
+    outside = [name for name, value in values.items() if not lower <= value <= upper]
+    if not outside:
+        return ""
+    interval = f"the baseline's {percent(CONFIDENCE, decimals=0)} interval" if named else "it"
+    if len(values) == 1:
+        return f" (outside {interval})"
+    return f" ({len(outside)} of the {len(values)} outside {interval})"
 
 
 def _range_clause(
