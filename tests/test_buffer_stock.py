@@ -94,3 +94,69 @@ def test_damaged_profiles_are_refused(tmp_path, edit, match):
     damaged.write_text(edit(damaged.read_text()))
     with pytest.raises(DataError, match=match):
         read_profiles(damaged)
+
+
+def test_unemployment_as_its_own_shock_gives_the_same_solution(x64, monkeypatch):
+    """The transitory shock's unemployed bin (56 combinations) states the distribution that
+    unemployment drawn as a shock of its own did (98 combinations): the solutions agree.
+
+    Without kinks in the savings grid: the duplicated combinations map the same kinks more
+    than once, which changes which ones fill the slots (and the solution within 3e-4).
+    """
+    monkeypatch.setattr("project.egm.program.KINK_SLOTS", 0)
+    import jax.numpy as jnp
+
+    from project.model import Model
+    from project.shocks import DiscreteShock
+
+    def separate_income(transitory_bin, unemployed, period, transitory_nodes, unemployment_risk):
+        risk = unemployment_risk[period]
+        employed = transitory_nodes[period, transitory_bin.astype(jnp.int32)] / (1 - risk)
+        return jnp.where((unemployed > 0) & (risk > 0), 0.0, employed)
+
+    folded = buffer_stock.build_model(n_savings=60)
+    bins = tuple(float(k) for k in range(buffer_stock.N_NODES))
+    p = buffer_stock.UNEMPLOYMENT_PROBABILITY
+    separate = Model(
+        name="buffer_stock_separate",
+        states=folded.states,
+        actions=folded.actions,
+        functions=folded.functions | {"transitory_income": separate_income},
+        constraints=folded.constraints,
+        shocks={
+            "permanent_bin": DiscreteShock(nodes=bins),
+            "transitory_bin": DiscreteShock(nodes=bins),
+            "unemployed": DiscreteShock(nodes=(0.0, 1.0), weights=(1 - p, p)),
+        },
+        ages=folded.ages,
+        param_shapes=folded.param_shapes,
+        post_decision_grid=folded.stated_post_decision_grid,
+    )
+    params = buffer_stock.model_params(
+        profiles=read_profiles(verified_path("profiles_hark2019")), crra=4.0, beta=0.99
+    )
+    ours, theirs = (solve(model=m, params=params, method="egm") for m in (folded, separate))
+    wealth = {"wealth": np.linspace(0.5, 30.0, 200)}
+    for period in (0, 20, 38, 39, 50, 64):
+        np.testing.assert_allclose(
+            ours.policy(period=period, states=wealth)["consumption"],
+            theirs.policy(period=period, states=wealth)["consumption"],
+            rtol=1e-10,
+            err_msg=f"period {period}",
+        )
+
+
+@pytest.mark.parametrize("calibration", ["notes2026", "hark2019"])
+def test_periods_without_risk_have_degenerate_transitory_nodes(calibration):
+    """The unemployed bin pays one where there is no risk: right only if theta is one there."""
+    from project.models import lifecycle_normalised
+
+    params = buffer_stock.model_params(
+        profiles=read_profiles(verified_path(f"profiles_{calibration}")), crra=3.0, beta=0.98
+    )
+    calm = np.asarray(params["unemployment_risk"]) == 0
+    assert calm.any()  # retirement, from the published T_retire on
+    np.testing.assert_array_equal(np.asarray(params["transitory_nodes"])[calm], 1.0)
+    normalised = lifecycle_normalised.default_params()
+    calm = np.asarray(normalised["unemployment_risk"]) == 0  # none: risk to the end of work
+    np.testing.assert_array_equal(np.asarray(normalised["transitory_nodes"])[calm], 1.0)

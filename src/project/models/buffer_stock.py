@@ -17,7 +17,8 @@ a = m - c, the problem is
 
 so the continuation is weighted by ``continuation_scale`` (``project.model.continuation``).
 Every entry t of the age profiles is the transition from period t to t + 1, as in HARK. The
-shocks are stated as node indices (``PERMANENT``, ``TRANSITORY``: equiprobable bins) whose values
+shocks are stated as node indices (equiprobable bins; unemployment is the transitory shock's bin
+-1, ``income_shocks``) whose values
 by age are the params ``permanent_nodes`` and ``transitory_nodes`` (``node_tables``), so that
 their dispersion can vary with age. Solved by EGM.
 """
@@ -42,6 +43,8 @@ N_NODES = 7
 """Equiprobable nodes of each of the permanent and the transitory shock (HARK's 7 and 7)."""
 UNEMPLOYMENT_PROBABILITY = 0.005
 """The probability of zero income in a working year (none in retirement)."""
+UNEMPLOYED = -1.0
+"""The transitory shock's bin of unemployment (``income_shocks``)."""
 RISKY_TRANSITIONS = 39
 """Transitions 0..38 (to ages 26..64) carry income risk; from 39 on income is deterministic:
 the published code's ``T_retire = 39``, from which HARK gives every period the retirees' income
@@ -64,7 +67,6 @@ def build_model(*, n_savings: int = 150, savings_max: float = 60.0) -> Model:
     to ``savings_max``: with 150 points c_t(m) is within 3e-4 of HARK's on 2,000 points.
     """
     n_periods = LAST_AGE - FIRST_AGE + 1
-    bins = tuple(float(k) for k in range(N_NODES))
     return Model(
         name="buffer_stock",
         states={"wealth": LogSpacedGrid(start=0.05, stop=savings_max, n_points=50, name="wealth")},
@@ -79,13 +81,7 @@ def build_model(*, n_savings: int = 150, savings_max: float = 60.0) -> Model:
             "continuation_scale": continuation_scale,
         },
         constraints={"borrowing_constraint": borrowing_constraint},
-        shocks={
-            "permanent_bin": DiscreteShock(nodes=bins),
-            "transitory_bin": DiscreteShock(nodes=bins),
-            "unemployed": DiscreteShock(
-                nodes=(0.0, 1.0), weights=(1 - UNEMPLOYMENT_PROBABILITY, UNEMPLOYMENT_PROBABILITY)
-            ),
-        },
+        shocks=income_shocks(),
         ages=range(FIRST_AGE, LAST_AGE + 1),
         param_shapes={
             "income_growth": (n_periods,),
@@ -169,20 +165,38 @@ def permanent_shock(
     return permanent_nodes[period, permanent_bin.astype(jnp.int32)]
 
 
+def income_shocks() -> dict[str, DiscreteShock]:
+    """Return the shocks: the permanent shock's bins; the transitory's, unemployment first.
+
+    Unemployment is the transitory shock's first node (bin -1, probability
+    ``UNEMPLOYMENT_PROBABILITY``), the equiprobable bins share the rest, as HARK states the
+    distribution: 7 x 8 = 56 combinations. Drawn as a shock of its own it made 7 x 7 x 2 = 98,
+    the seven unemployed ones alike, and the expectations over them were most of the solve.
+    """
+    bins = tuple(float(k) for k in range(N_NODES))
+    employed = (1 - UNEMPLOYMENT_PROBABILITY) / N_NODES
+    return {
+        "permanent_bin": DiscreteShock(nodes=bins),
+        "transitory_bin": DiscreteShock(
+            nodes=(UNEMPLOYED, *bins), weights=(UNEMPLOYMENT_PROBABILITY, *(employed,) * N_NODES)
+        ),
+    }
+
+
 def transitory_income(
     transitory_bin: jnp.ndarray,
-    unemployed: jnp.ndarray,
     period: jnp.ndarray,
     transitory_nodes: jnp.ndarray,
     unemployment_risk: jnp.ndarray,
 ) -> jnp.ndarray:
     """Return next period's income over permanent income: 0 if unemployed, else theta' / (1 - p).
 
-    In retirement (``unemployment_risk`` 0) the unemployed node pays the income too.
+    In a period without risk (``unemployment_risk`` 0, whose transitory nodes are all one:
+    ``model_params``, ``node_tables``) the unemployed bin pays one as well.
     """
     risk = unemployment_risk[period]
-    employed = transitory_nodes[period, transitory_bin.astype(jnp.int32)] / (1 - risk)
-    return jnp.where((unemployed > 0) & (risk > 0), 0.0, employed)
+    employed = transitory_nodes[period, jnp.maximum(transitory_bin.astype(jnp.int32), 0)]
+    return jnp.where((transitory_bin == UNEMPLOYED) & (risk > 0), 0.0, employed / (1 - risk))
 
 
 def next_wealth(

@@ -55,6 +55,7 @@ from project.models.buffer_stock import (
     N_NODES,
     UNEMPLOYMENT_PROBABILITY,
     borrowing_constraint,
+    income_shocks,
     inverse_marginal_utility,
     inverse_utility,
     node_tables,
@@ -65,7 +66,6 @@ from project.models.buffer_stock import (
 from project.models.lifecycle_regimes import bequest_value, survival_from_table
 from project.regimes import RegimeModel, TerminalRegime
 from project.savings_grids import exponential_grid
-from project.shocks import DiscreteShock
 
 FIRST_AGE, LAST_AGE = 25, 99
 EARLIEST_CLAIM = 62
@@ -118,7 +118,6 @@ def build_model(
     savings = exponential_grid(stop=savings_max, n_points=n_savings, n_nests=3)
     periods = n_periods()
     survival = {"survival_probabilities": (periods,)}
-    bins = tuple(float(k) for k in range(N_NODES))
     working = Model(
         name="working",
         states={"wealth": wealth},
@@ -136,13 +135,7 @@ def build_model(
             "wealth_to_income": wealth_to_income,
         },
         constraints={"borrowing_constraint": borrowing_constraint, "claim_age": claim_age},
-        shocks={
-            "permanent_bin": DiscreteShock(nodes=bins),
-            "transitory_bin": DiscreteShock(nodes=bins),
-            "unemployed": DiscreteShock(
-                nodes=(0.0, 1.0), weights=(1 - UNEMPLOYMENT_PROBABILITY, UNEMPLOYMENT_PROBABILITY)
-            ),
-        },
+        shocks=income_shocks(),
         ages=ages,
         param_shapes={
             **survival,
