@@ -251,13 +251,13 @@ def test_checks_outside_the_baselines_interval_are_counted():
         baseline=-0.0465,
         checks={"income": -0.0458, "shocks": -0.0468, "ages": -0.0488},
         interval="[−4.85 %, −4.45 %]",
-        std_error=0.001,
+        bounds=(-0.0465 - 1.96 * 0.001, -0.0465 + 1.96 * 0.001),
     )
     sentence = robustness_estimates_sentence(
         baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare
     )
     assert sentence.endswith("is [−4.85 %, −4.45 %] (1 of the 3 outside it).")
-    inside = Welfare(**(vars(welfare) | {"std_error": 0.01}))
+    inside = Welfare(**(vars(welfare) | {"bounds": (-0.0465 - 1.96 * 0.01, -0.0465 + 1.96 * 0.01)}))
     sentence = robustness_estimates_sentence(
         baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=inside
     )

@@ -204,15 +204,14 @@ def step_sentence(saved: SavedEstimation) -> str:
     if not by_step:
         return sentence + "."
     other, errors = next(iter(by_step.items()))
-    order = list(saved.summary.get("param_names", [])) + sorted(errors)  # the estimates' order
+    main = saved.estimates.set_index("param")["std_error"].astype(float)  # the estimates' order
     printed = joined(
         [
-            f"{number(error, decimals=printed_decimals(param))} for {symbol(param)}"
-            for param, error in sorted(errors.items(), key=lambda item: order.index(item[0]))
+            f"{number(errors[param], decimals=printed_decimals(param))} for {symbol(param)}"
+            for param in main.index
         ]
     )
-    main = saved.estimates.set_index("param")["std_error"].astype(float)
-    apart = max(abs(errors[p] / main[p] - 1) for p in errors if p in main) if len(main) else 0.0
+    apart = max(abs(errors[param] / main[param] - 1) for param in main.index)
     return (
         f"{sentence}; steps of {percent(float(other), decimals=0)} give standard errors of "
         f"{printed}, at most {percent(apart, decimals=0)} from these."

@@ -110,8 +110,6 @@ def _estimate_numbers(saved: SavedEstimation) -> dict[str, str]:
         return {}
     rows = saved.estimates.set_index("param")
     crra = rows.loc["crra"]
-    covariance = saved.covariance
-    correlation = covariance[0, 1] / math.sqrt(covariance[0, 0] * covariance[1, 1])
     return {
         "bounds": ", ".join(
             f"{symbol(name)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
@@ -119,7 +117,7 @@ def _estimate_numbers(saved: SavedEstimation) -> dict[str, str]:
         ),
         "crra_lower": f"{crra.lower_bound:g}",
         "crra_above_bound": number((crra.estimate - crra.lower_bound) / crra.std_error, decimals=1),
-        "correlation": number(correlation, decimals=2),
+        "correlation": number(saved.correlation, decimals=2),
         **{
             f"{name}_se_fixed": number(value, decimals=printed_decimals(name))
             for name, value in saved.summary["calibrated"]

@@ -115,7 +115,7 @@ def replication_table(saved: SavedEstimation) -> pd.DataFrame:
         _row(ROWS[MSM], msm["estimate"].to_dict())
         | {_se(p): number(msm.loc[p, "std_error"], decimals=PARAMS[p][1]) for p in PARAMS}
         | {
-            CORRELATION: number(_correlation(saved), decimals=CORRELATION_DECIMALS),
+            CORRELATION: number(saved.correlation, decimals=CORRELATION_DECIMALS),
             CRITERION: f"J = {summary['j_statistic']:.1f} ({summary['j_dof']}), "
             f"p {p_relation(p_value(float(summary['j_p_value'])))}",
         }
@@ -343,11 +343,6 @@ def _fit_sentence(fit: pd.DataFrame, msm: pd.Series) -> str:
 
 def _apart(gap: str) -> str:
     return gap.lstrip("+").replace(MINUS, "")
-
-
-def _correlation(saved: SavedEstimation) -> float:
-    covariance = saved.covariance
-    return float(covariance[0, 1] / np.sqrt(covariance[0, 0] * covariance[1, 1]))
 
 
 def write_replication_tables(

@@ -35,7 +35,8 @@ from project.analysis.notation import (
     symbol,
 )
 from project.analysis.table_output import write_table_files
-from project.estimation.inference import CONFIDENCE, CRITICAL
+from project.analysis.welfare_text import normal_interval
+from project.estimation.inference import CONFIDENCE
 from project.estimation.products import SavedEstimation
 from project.persist.manifest import read_json_object
 
@@ -96,8 +97,8 @@ class Welfare:
     interval: str | None = None
     """The baseline's 95 % interval as the welfare table prints it (``lambda_ci``); none where
     an estimate lies at a bound (the welfare measure then has no standard error)."""
-    std_error: float | None = None
-    """The baseline λ's standard error (``lambda_se``), which that interval is made of."""
+    bounds: tuple[float, float] | None = None
+    """That interval's ends (shares), where it is printed."""
 
 
 def table_formats(params: Sequence[str], *, welfare: bool = False) -> dict[str, str]:
@@ -129,7 +130,11 @@ def read_welfare(results: Mapping[str, Path]) -> Welfare:
         baseline=float(robustness["status_quo"]["lambda"]),
         checks={name: float(value["lambda"]) for name, value in robustness["checks"].items()},
         interval=headline["numbers"].get("lambda_ci"),
-        std_error=headline.get("lambda_se"),
+        bounds=(
+            normal_interval(float(headline["lambda"]), float(headline["lambda_se"]))
+            if "lambda_ci" in headline["numbers"]
+            else None
+        ),
     )
 
 
@@ -205,10 +210,9 @@ def robustness_estimates_sentence(
             f"uncertainty is {welfare.interval}"
         )
         outside = ""
-        if welfare.interval is not None and welfare.std_error is not None:
-            half = CRITICAL * 100 * float(welfare.std_error)
-            base = float(table[LAMBDA].iloc[0])
-            outside = _outside_clause(found, base - half, base + half, named=False)
+        if welfare.interval is not None and welfare.bounds is not None:
+            low, high = (100 * bound for bound in welfare.bounds)  # the table's λ is in percent
+            outside = _outside_clause(found, low, high, named=False)
         sentences.append(
             f"At each check's estimates, the pension cut's {clause}{interval}{outside}."
         )

@@ -158,10 +158,14 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
             numbers[f"lambda{suffix}_se"] = (
                 _percent(error) if 100 * error >= SMALLEST_PRINTED else SMALLEST_SE
             )
-            numbers[f"lambda{suffix}_ci"] = (
-                f"[{_percent(value - CRITICAL * error)}, {_percent(value + CRITICAL * error)}]"
-            )
+            low, high = normal_interval(value, error)
+            numbers[f"lambda{suffix}_ci"] = f"[{_percent(low)}, {_percent(high)}]"
     return numbers
+
+
+def normal_interval(value: float, error: float) -> tuple[float, float]:
+    """Return the 95 % interval of ``value`` with standard error ``error`` (normal)."""
+    return value - CRITICAL * error, value + CRITICAL * error
 
 
 def _percent(value: float) -> str:

@@ -86,6 +86,12 @@ class SavedEstimation:
             raise CheckpointError(msg)
         return np.asarray(self.summary["covariance"], dtype=np.float64)
 
+    @property
+    def correlation(self) -> float:
+        """Return the correlation of the first two estimates (from ``covariance``)."""
+        covariance = self.covariance
+        return float(covariance[0, 1] / np.sqrt(covariance[0, 0] * covariance[1, 1]))
+
 
 def save_estimation(
     outcome: EstimationOutcome, *, directory: Path, provenance: Mapping[str, Any] | None = None

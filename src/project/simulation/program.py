@@ -73,24 +73,12 @@ class PanelProgram:
         self.record = tuple(record)
         self.window = WINDOW
         self._programs: dict[tuple[int, str], Callable[..., Any]] = {}
-        self._checked = False
+        self._inputs: dict[str, tuple[Any, ...]] = {}
 
     def __call__(self, params: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
         """Return the recorded columns at ``params`` (subjects x periods), None if unsolved."""
         host = params_on_host(model=self.model, params=params)
-        savings = self.model.post_decision_grid.to_jax()
-        if not self._checked:  # the constraints' limit against the grid's start, once
-            check_borrowing_limit(self.model, params=host, savings=np.asarray(savings))
-            self._checked = True
-        dtype = float_dtype()
-        n_subjects = len(next(iter(self.initial.values())))
-        states = {
-            name: jnp.asarray(
-                values.astype(np.int32 if self.model.states[name].is_discrete else dtype)
-            )
-            for name, values in self.initial.items()
-        }
-        inputs = (pack_params(host), savings, states, jnp.arange(n_subjects, dtype=jnp.int32))
+        inputs = (pack_params(host), *self._device_inputs(host))
         columns, report = self._program(self.window)(*inputs, self.seed)
         table = np.asarray(report)
         runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
@@ -104,6 +92,28 @@ class PanelProgram:
         if table[:, failed].any() or not monotone:
             return None
         return {name: np.asarray(values).T for name, values in columns.items()}
+
+    def _device_inputs(self, host: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
+        """Return the savings grid, the initial states and the subject ids on the device.
+
+        Made once per dtype (the first time also checks the constraints' borrowing limit
+        against the grid's start, as ``solve`` does): an estimation calls the program hundreds
+        of times with the same subjects.
+        """
+        dtype = float_dtype()
+        key = str(dtype)
+        if key not in self._inputs:
+            savings = self.model.post_decision_grid.to_jax()
+            check_borrowing_limit(self.model, params=host, savings=np.asarray(savings))
+            states = {
+                name: jnp.asarray(
+                    values.astype(np.int32 if self.model.states[name].is_discrete else dtype)
+                )
+                for name, values in self.initial.items()
+            }
+            n_subjects = len(next(iter(self.initial.values())))
+            self._inputs[key] = (savings, states, jnp.arange(n_subjects, dtype=jnp.int32))
+        return self._inputs[key]
 
     def _program(self, window: int) -> Callable[..., Any]:
         key = (window, str(float_dtype()))
