@@ -15,10 +15,13 @@
 #   3. the estimation objective: solve, one program, a batch, smooth moments and their Jacobian
 #      (estimation_speed.py, one round); then the whole estimation (`estimate`; carry
 #      bld/data/scf_moments.arrow);
-#   4. DC-EGM against dcegm 0.1.3 (benchmarks/compare_dcegm.py, both on this GPU);
-#   5. the solver's tests on the GPU (the large-block search path), 4 workers sharing the GPU
+#   4. the replication's moments and whole estimation (replication_speed.py --estimate, one
+#      round, five warm evaluations);
+#   5. DC-EGM against dcegm 0.1.3 (benchmarks/compare_dcegm.py, both on this GPU);
+#   6. the solver's tests on the GPU (the large-block search path), 4 workers sharing the GPU
 #      without preallocation (with it, 8 workers ran out of GPU memory on an H200).
-# STEPS (default "machine solve estimation_speed estimate compare_dcegm tests") runs a subset.
+# STEPS (default "machine solve estimation_speed estimate replication compare_dcegm tests") runs
+# a subset.
 set -uo pipefail
 
 OUT="${OUT:?set OUT to the folder for the logs}"
@@ -26,7 +29,7 @@ PYTHON="${PYTHON:-python3}"
 export PYTHONUNBUFFERED=1 PYTHONPATH="src${PYTHONPATH:+:$PYTHONPATH}"
 mkdir -p "$OUT"
 
-STEPS="${STEPS:-machine solve estimation_speed estimate compare_dcegm tests}"
+STEPS="${STEPS:-machine solve estimation_speed estimate replication compare_dcegm tests}"
 
 step() {  # step NAME SECONDS COMMAND...: run with a limit, log to $OUT/NAME.log
     local name="$1" limit="$2"
@@ -70,6 +73,8 @@ step estimation_speed 240 "$PYTHON" benchmarks/estimation_speed.py --rounds 1 \
     --only solve,compiled,batch,smooth,gradient --json "$OUT/estimation_speed.json"
 step estimate 240 "$PYTHON" benchmarks/estimation_speed.py --rounds 1 --estimate --only estimate \
     --json "$OUT/estimate.json"
+step replication 240 "$PYTHON" benchmarks/replication_speed.py --rounds 1 --warm 5 --estimate \
+    --json "$OUT/replication.json"
 step compare_dcegm 200 "$PYTHON" benchmarks/compare_dcegm.py --rounds 1 --repeats 10 \
     --peer-python "$(command -v "$PYTHON")" --json "$OUT/compare_dcegm.json"
 step tests 120 env XLA_PYTHON_CLIENT_PREALLOCATE=false "$PYTHON" -m pytest -q -p no:cacheprovider -n 4 tests/test_kernels.py \

@@ -111,7 +111,10 @@ def main() -> None:
     for _ in range(rounds):
         for kind in kinds:
             for tree, src in trees.items():
-                env = dict(os.environ) | {"PYTHONPATH": f"{src}:{src.parent}"}
+                inherited = os.environ.get("PYTHONPATH", "")
+                env = dict(os.environ) | {
+                    "PYTHONPATH": ":".join(filter(None, (str(src), str(src.parent), inherited)))
+                }
                 if args.cold:
                     env["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp()
                 config = {"kind": kind, "warm": warm, "tree": tree}
