@@ -1,0 +1,63 @@
+"""The simulation's keys and uniforms against JAX's own generator (``jax.random``), bit for bit."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from project.points import precision
+from project.simulation.keys import draw_category, fold_in, root_key, stream_uniform, subject_keys
+
+
+def jax_uniforms(seed, ids, period, stream, dtype):
+    """Return ``jax.random``'s uniforms of the subjects' stream (the generator keys.py matches)."""
+    base = jax.random.key(seed)
+    keys = jax.vmap(lambda i: jax.random.fold_in(base, i))(ids)
+    keys = jax.vmap(lambda k: jax.random.fold_in(k, period))(keys)
+    return jax.vmap(lambda k: jax.random.uniform(jax.random.fold_in(k, stream), dtype=dtype))(keys)
+
+
+def our_uniforms(seed, ids, period, stream, dtype):
+    keys = subject_keys(seed=seed, subject_ids=ids, period=period)
+    return jax.vmap(lambda k: stream_uniform(key=k, stream=stream, dtype=dtype))(keys)
+
+
+@pytest.mark.parametrize("x64", [True, False])
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    first=st.integers(0, 2**31 - 1000),
+    period=st.integers(0, 200),
+    stream=st.integers(0, 2**20 + 1),
+)
+def test_uniforms_equal_jax_random_bit_for_bit(x64, seed, first, period, stream):
+    with precision(x64=x64):
+        dtype = jnp.float64 if x64 else jnp.float32
+        ids = jnp.arange(first, first + 257, dtype=jnp.int32)
+        ours = our_uniforms(seed, ids, jnp.int32(period), stream, dtype)
+        theirs = jax_uniforms(seed, ids, jnp.int32(period), stream, dtype)
+        assert ours.dtype == theirs.dtype == dtype
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+        assert 0.0 <= float(ours.min()) and float(ours.max()) < 1.0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**32 - 1, 2**32, 2**40 + 12345, -1])
+def test_keys_of_64_bit_seeds_equal_jax_random(seed):
+    with precision(x64=True):
+        ours = fold_in(root_key(jnp.int64(seed)), jnp.int32(7))
+        theirs = jax.random.key_data(jax.random.fold_in(jax.random.key(jnp.int64(seed)), 7))
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+def test_draws_inside_a_jit_equal_those_outside():
+    probabilities = jnp.asarray([0.2, 0.5, 0.3])
+    ids = jnp.arange(500, dtype=jnp.int32)
+
+    def draws(period):
+        keys = subject_keys(seed=3, subject_ids=ids, period=period)
+        return jax.vmap(lambda k: draw_category(key=k, probabilities=probabilities, stream=2))(keys)
+
+    np.testing.assert_array_equal(draws(jnp.int32(4)), jax.jit(draws)(jnp.int32(4)))
+    assert not np.array_equal(draws(jnp.int32(4)), draws(jnp.int32(5)))
