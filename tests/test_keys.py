@@ -40,7 +40,7 @@ def test_uniforms_equal_jax_random_bit_for_bit(x64, seed, first, period, stream)
         theirs = jax_uniforms(seed, ids, jnp.int32(period), stream, dtype)
         assert ours.dtype == theirs.dtype == dtype
         np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
-        assert 0.0 <= float(ours.min()) and float(ours.max()) < 1.0
+        assert float(ours.min()) >= 0.0 and float(ours.max()) < 1.0
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2**32 - 1, 2**32, 2**40 + 12345, -1])

@@ -29,7 +29,7 @@ PARITY = 0x1BD11BDA
 
 
 def threefry(key: jnp.ndarray, high: jnp.ndarray, low: jnp.ndarray) -> tuple[Any, Any]:
-    """Return the Threefry-2x32 hash (20 rounds) of the counter (``high``, ``low``) under ``key``."""
+    """Return the Threefry-2x32 hash (20 rounds) of the counter (``high``, ``low``) by ``key``."""
     k0, k1 = key[..., 0], key[..., 1]
     schedule = (k0, k1, k0 ^ k1 ^ jnp.uint32(PARITY))
     x0, x1 = high + schedule[0], low + schedule[1]
