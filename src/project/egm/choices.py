@@ -64,11 +64,12 @@ class _Row(NamedTuple):
         return self.table.at[self.context, self.choice, index].get(wrap_negative_indices=False)
 
 
-def _count_at_most(nodes: _Row, x: jnp.ndarray) -> jnp.ndarray:
+def _count_at_most(nodes: _Row, x: jnp.ndarray, *, unroll: bool = False) -> jnp.ndarray:
     """Return how many nodes are at most ``x`` (``searchsorted(..., side="right")``).
 
     A binary search of ceil(log2(n + 1)) steps that reads one node per step; a NaN node counts
-    as larger than every ``x``, as in ``jnp.searchsorted``.
+    as larger than every ``x``, as in ``jnp.searchsorted``. ``unroll`` writes the steps out
+    (no loop copying every point's bounds at each step; a longer compile).
     """
     n = nodes.table.shape[-1]
 
@@ -80,7 +81,7 @@ def _count_at_most(nodes: _Row, x: jnp.ndarray) -> jnp.ndarray:
         return jnp.where(active & right, middle + 1, low), jnp.where(active & ~right, middle, high)
 
     start = (jnp.zeros(jnp.shape(x), jnp.int32), jnp.full(jnp.shape(x), n, jnp.int32))
-    return jax.lax.fori_loop(0, max(1, n).bit_length(), halve, start)[0]
+    return jax.lax.fori_loop(0, max(1, n).bit_length(), halve, start, unroll=unroll)[0]
 
 
 def _between(x: jnp.ndarray, nodes: _Row, values: _Row, upper: jnp.ndarray) -> jnp.ndarray:
@@ -141,11 +142,13 @@ def at_state(
     limit: jnp.ndarray,
     scale: jnp.ndarray,
     with_marginal: bool = False,
+    unroll: bool = False,
 ) -> AtState:
     """Return every choice's consumption and value at ``wealth`` in ``context``, and V.
 
     ``arrays`` hold one period with contexts flattened (context, choice, node); ``env`` holds
-    params, the discrete states, period and age. ``with_marginal`` adds Σ_d P_d·u'_d(c_d).
+    params, the discrete states, period and age. ``with_marginal`` adds Σ_d P_d·u'_d(c_d);
+    ``unroll`` writes out the search for ``wealth``'s segment (``_count_at_most``).
     """
 
     def one(choice: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
@@ -157,7 +160,7 @@ def at_state(
         nodes = row(arrays.wealth)
         # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
         # is the exact constrained value instead).
-        upper = jnp.clip(_count_at_most(nodes, wealth), 1, arrays.wealth.shape[-1] - 1)
+        upper = jnp.clip(_count_at_most(nodes, wealth, unroll=unroll), 1, arrays.wealth.shape[-1] - 1)
         consumption = _between(wealth, nodes, row(arrays.consumption), upper)
         equivalent = _hermite(
             wealth,

@@ -186,11 +186,12 @@ class Evaluated(NamedTuple):
     choice_consumption: jax.Array
 
 
-def point_evaluator(model: Model) -> Callable[..., Evaluated]:
+def point_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Evaluated]:
     """Return ``one(arrays, codes, wealth, params, period, age, limit) -> Evaluated``.
 
     ``arrays`` hold one period with contexts flattened (context, choice, node); ``codes`` are
-    the discrete states in the structure's order.
+    the discrete states in the structure's order. ``unroll`` writes out the search for the
+    wealth's segment (``at_state``): faster over many subjects, slower to compile.
     """
     structure = egm_structure(model)
     utility = Utility(model, structure)
@@ -208,6 +209,7 @@ def point_evaluator(model: Model) -> Callable[..., Evaluated]:
             env=env,
             limit=limit,
             scale=scale,
+            unroll=unroll,
         )
         choice = first_argmax(state.probability, axis=0)
         return Evaluated(

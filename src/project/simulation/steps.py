@@ -114,7 +114,7 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
     choice's, read off its endogenous grid at the exact state.
     """
     structure = egm_structure(model)
-    evaluate = point_evaluator(model)
+    evaluate = point_evaluator(model, unroll=True)
     advance = build_advance(model)
     choice_stream = taste_shock_stream(model)
 
