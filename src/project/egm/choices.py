@@ -160,7 +160,9 @@ def at_state(
         nodes = row(arrays.wealth)
         # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
         # is the exact constrained value instead).
-        upper = jnp.clip(_count_at_most(nodes, wealth, unroll=unroll), 1, arrays.wealth.shape[-1] - 1)
+        upper = jnp.clip(
+            _count_at_most(nodes, wealth, unroll=unroll), 1, arrays.wealth.shape[-1] - 1
+        )
         consumption = _between(wealth, nodes, row(arrays.consumption), upper)
         equivalent = _hermite(
             wealth,
