@@ -675,3 +675,24 @@ def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
     assert "0.042 for \u03b3 and 0.0006 for \u03b2, at most 5 % from these." in sentence
     summary["searches"]["multistart"].pop("std_errors_by_step")
     assert step_sentence(saved).endswith("0.1 % of each estimate.")
+
+
+def test_the_correlation_sentence_prints_the_summary_correlation_and_its_direction():
+    from project.analysis.estimation import correlation_sentence
+    from project.estimation.products import SavedEstimation
+
+    estimates = pd.DataFrame({"param": ["crra", "beta"], "estimate": [0.84, 0.9745]})
+    summary = {
+        "param_names": ["crra", "beta"],
+        "covariance": [[0.0016, -0.0000192], [-0.0000192, 3.6e-7]],
+    }
+    saved = SavedEstimation(estimates=estimates, moments=pd.DataFrame(), summary=summary)
+    sentence = correlation_sentence(saved)
+    assert "correlated at \u22120.80:" in sentence
+    assert "a higher \u03b3 with a lower \u03b2" in sentence
+    assert "less patience" in sentence
+    summary["covariance"] = [[0.0016, 0.0000192], [0.0000192, 3.6e-7]]
+    sentence = correlation_sentence(saved)
+    assert "correlated at 0.80:" in sentence
+    assert "a higher \u03b3 with a higher \u03b2" in sentence
+    assert "patience)" not in sentence

@@ -232,6 +232,23 @@ def misfit_sentence(saved: SavedEstimation) -> str:
     return sentence + " standard errors of the difference."
 
 
+def correlation_sentence(saved: SavedEstimation) -> str:
+    """Return the sentence on the two estimates' correlation and the direction it favours."""
+    if len(saved.params) != 2:
+        return ""
+    first, second = (symbol(name) for name in saved.params)
+    correlation = saved.correlation
+    direction = "lower" if correlation < 0 else "higher"
+    reading = ""
+    if list(saved.params) == ["crra", "beta"] and correlation < 0:
+        reading = " (more precautionary saving offset by less patience)"
+    return (
+        f"The baseline's two estimates are correlated at {number(correlation, decimals=2)}: the "
+        f"moments pin down a combination of them more tightly than either, a higher {first} with a "
+        f"{direction} {second} fitting them almost as well{reading}."
+    )
+
+
 def j_inflation_sentence(saved: SavedEstimation) -> str:
     """Return how much larger the data's variances would have to be for J not to reject."""
     summary = saved.summary

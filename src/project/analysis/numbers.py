@@ -20,6 +20,7 @@ import pandas as pd
 from project.analysis.calibration_text import calibration_targets_sentence
 from project.analysis.estimation import (
     age_label,
+    correlation_sentence,
     j_inflation_sentence,
     misfit_sentence,
     step_sentence,
@@ -132,6 +133,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
     numbers["simulation_share"] = percent(largest_simulation_share(first.moments))
     numbers["step_sentence"] = step_sentence(first)
     numbers["misfit_sentence"] = misfit_sentence(first)
+    numbers["correlation_sentence"] = correlation_sentence(first)
     numbers["j_inflation_sentence"] = j_inflation_sentence(first)
     numbers["start"] = joined(
         [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
