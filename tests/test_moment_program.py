@@ -189,3 +189,47 @@ def test_variants_that_differ_in_a_param_value_share_one_program(mortal):
         )
         texts.append(lowered.as_text())
     assert texts[0] == texts[1]
+
+
+def test_a_panel_stopped_early_is_the_whole_panel_s_first_periods_bit_for_bit(mortal):
+    from project.simulation.regimes import build_regime_panel
+
+    model, params, initial = mortal
+    solution = solve(model=model, params=params, log_level="off")
+    methods = dict(regime_methods(solution))
+    checked = {k: jnp.asarray(v) for k, v in params.items()}
+    inputs = period_inputs(solution, params=checked, start_period=0)
+    regime, states = validate_regime_initial_conditions(model=model, initial_conditions=initial)
+    arguments = (
+        jnp.asarray(regime),
+        {s: jnp.asarray(filled_states(model, s, v)) for s, v in states.items()},
+        jnp.arange(regime.size, dtype=jnp.int32),
+        inputs,
+        checked,
+        jnp.arange(model.n_periods, dtype=jnp.int32),
+        jnp.asarray(np.asarray(model.ages), dtype=jnp.float64),
+        11,
+    )
+    whole = jax.device_get(jax.jit(build_regime_panel(model, methods=methods))(*arguments))
+    panel = build_regime_panel(model, methods=methods, stop=5)
+    stopped = jax.device_get(jax.jit(panel)(*arguments))
+    assert stopped[0].shape[0] == 5
+    for early, full in zip(jax.tree.leaves(stopped), jax.tree.leaves(whole), strict=True):
+        np.testing.assert_array_equal(early, full[:5])
+
+
+def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments(mortal):
+    model, params, initial = mortal
+    common = {
+        "model": model,
+        "base_params": params,
+        "initial_conditions": initial,
+        "seed": 4,
+        "age_groups": GROUPS[:2],
+        "estimated": ("crra", "beta"),
+    }
+    compiled = LifecycleMoments(**common)
+    assert compiled.program.stop == 5 < model.n_periods  # ages 63-67 of 63-70
+    point = {"crra": 2.5, "beta": 0.95}
+    tabled = LifecycleMoments(**common, compiled=False)
+    np.testing.assert_allclose(compiled(point), tabled(point), rtol=1e-12, atol=1e-13)

@@ -94,9 +94,10 @@ class MomentProgram:
         self.periods = jnp.arange(model.n_periods, dtype=jnp.int32)
         self.ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
         ages = np.asarray(model.ages, dtype=float)
-        self.groups = jnp.asarray(
-            np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
-        )
+        members = np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
+        self.groups = jnp.asarray(members)
+        # The periods the drawn moments read: their simulation stops after the last group's.
+        self.stop = int(np.flatnonzero(members.any(axis=1)).max(initial=-1)) + 1
         self.traces = 0
         self.runs = 0
         self._compiled: dict[tuple[int, bool, bool], Any] = {}
@@ -244,12 +245,14 @@ class MomentProgram:
                 return numerator / denominator, counts
 
             return smooth
-        panel_of = build_regime_panel(model, methods=_methods(model))
+        stop = self.stop
+        panel_of = build_regime_panel(model, methods=_methods(model), stop=stop)
         per_period = jax.vmap(ratio_of, in_axes=(0, 0, 0, None, 0, 0))
 
         def drawn(panel, groups):  # noqa: ANN001, ANN202
             codes, states, actions, _ = panel_of(*panel)
-            params, periods, ages = panel[4], panel[5], panel[6]
+            params, periods, ages = panel[4], panel[5][:stop], panel[6][:stop]
+            groups = groups[:stop]
             ratio = per_period(codes, states, actions, params, periods, ages)
             counted = jnp.isin(codes, living_codes) & (ratio > 0)
             log_ratio = jnp.log(jnp.where(counted, ratio, 1.0))
