@@ -251,11 +251,14 @@ class MomentProgram:
 
         def drawn(panel, groups):  # noqa: ANN001, ANN202
             codes, states, actions, _ = panel_of(*panel)
-            params, periods, ages = panel[4], panel[5][:stop], panel[6][:stop]
-            groups = groups[:stop]
-            ratio = per_period(codes, states, actions, params, periods, ages)
-            counted = jnp.isin(codes, living_codes) & (ratio > 0)
-            log_ratio = jnp.log(jnp.where(counted, ratio, 1.0))
+            params, periods, ages = panel[4], panel[5], panel[6]
+            ratio = per_period(codes, states, actions, params, periods[:stop], ages[:stop])
+            # The periods after ``stop`` count for no group: padded back to every period, the
+            # sums below run in the same order as over a whole panel (the same bits).
+            unread = ((0, periods.shape[0] - ratio.shape[0]), (0, 0))
+            counted = jnp.pad(jnp.isin(codes, living_codes) & (ratio > 0), unread)
+            padded = jnp.pad(ratio, unread, constant_values=1.0)
+            log_ratio = jnp.log(jnp.where(counted, padded, 1.0))
             weights = counted[:, :, None] & groups[:, None, :]
             totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
             return totals / weights.sum(axis=(0, 1)), weights.any(axis=0).sum(axis=0)
