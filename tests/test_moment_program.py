@@ -83,17 +83,22 @@ def test_the_scanned_simulation_is_the_period_by_period_simulation_bit_for_bit(m
     assert 0 < dead.sum() < len(dead)  # some die: the regime draws are exercised
 
 
-@pytest.fixture(scope="module")
-def simulators(mortal):
+def moment_settings(mortal, groups):
+    """Return the ``LifecycleMoments`` arguments of the tests: the small model, seed 4."""
     model, params, initial = mortal
-    common = {
+    return {
         "model": model,
         "base_params": params,
         "initial_conditions": initial,
         "seed": 4,
-        "age_groups": GROUPS,
+        "age_groups": groups,
         "estimated": ("crra", "beta"),
     }
+
+
+@pytest.fixture(scope="module")
+def simulators(mortal):
+    common = moment_settings(mortal, GROUPS)
     return LifecycleMoments(**common), LifecycleMoments(**common, compiled=False)
 
 
@@ -219,15 +224,8 @@ def test_a_panel_stopped_early_is_the_whole_panel_s_first_periods_bit_for_bit(mo
 
 
 def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments(mortal):
-    model, params, initial = mortal
-    common = {
-        "model": model,
-        "base_params": params,
-        "initial_conditions": initial,
-        "seed": 4,
-        "age_groups": GROUPS[:2],
-        "estimated": ("crra", "beta"),
-    }
+    model = mortal[0]
+    common = moment_settings(mortal, GROUPS[:2])
     compiled = LifecycleMoments(**common)
     assert compiled.program.stop == 5 < model.n_periods  # ages 63-67 of 63-70
     point = {"crra": 2.5, "beta": 0.95}
