@@ -192,23 +192,20 @@ def build_regime_panel(
     """
     period = period_step(model, methods=methods)
 
-    def body(carry, x, ids, params, seed):  # noqa: ANN001, ANN202
-        here_codes, here_states = carry
-        inputs_t, period_t, age_t = x
-        actions, value, following, next_codes = period(
-            here_codes, here_states, ids, inputs_t, params, period_t, age_t, seed, last=False
-        )
-        return (next_codes, following), (here_codes, here_states, actions, value)
-
     def panel(codes, states, ids, inputs, params, periods, ages, seed):  # noqa: ANN001, ANN202
-        def step(carry, x):  # noqa: ANN001, ANN202
-            return body(carry, x, ids, params, seed)
+        def body(carry, x):  # noqa: ANN001, ANN202
+            here_codes, here_states = carry
+            inputs_t, period_t, age_t = x
+            actions, value, following, next_codes = period(
+                here_codes, here_states, ids, inputs_t, params, period_t, age_t, seed, last=False
+            )
+            return (next_codes, following), (here_codes, here_states, actions, value)
 
         if stop is not None and stop < periods.shape[0]:
             first = jax.tree.map(lambda x: x[:stop], (inputs, periods, ages))
-            return jax.lax.scan(step, (codes, states), first)[1]
+            return jax.lax.scan(body, (codes, states), first)[1]
         head = jax.tree.map(lambda x: x[:-1], (inputs, periods, ages))
-        (codes, states), history = jax.lax.scan(step, (codes, states), head)
+        (codes, states), history = jax.lax.scan(body, (codes, states), head)
         final_inputs = jax.tree.map(lambda x: x[-1], inputs)
         actions, value, _, _ = period(
             codes, states, ids, final_inputs, params, periods[-1], ages[-1], seed, last=True
