@@ -46,9 +46,6 @@ from project.config import (
     DATA,
     DEFAULT_VARIANT,
     ESTIMATION,
-    EXTENDED,
-    EXTENDED_MODEL,
-    GRID_CHECK,
     PAPER,
     REPLICATION,
     ROBUSTNESS,
@@ -177,43 +174,6 @@ def task_estimate(
     )
 
 
-EXTENDED_MARKER = directory_product(BLD / EXTENDED / "estimation" / MARKER_NAME)
-
-
-@task(kwargs={"settings_json": _hashed(asdict(EXTENDED_MODEL) | {"data": asdict(DATA)})})
-@runs_sources
-def task_estimate_extended(
-    settings_json: str,
-    moments_file: Path = DATA_PRODUCTS["moments"],
-    profiles_file: Path = vendored_path("profiles_notes2026"),
-    life_table_file: Path = vendored_path("us_life_table"),
-    sources: list[Path] = RUNS,
-    produces: Path = EXTENDED_MARKER,
-) -> None:
-    """Estimate the model from age 25, its cost of working calibrated to a claiming fact."""
-    from project.config import Variant
-    from project.estimation.extended import estimate_extended_into
-    from project.pipeline import build_variant_model, variant_specification
-    from project.points import precision
-
-    settings = json.loads(settings_json)
-    variant = Variant(
-        name=EXTENDED,
-        model="lifecycle_normalised",
-        sizes={"n_savings": settings["n_savings"], "taste_shocks": False},
-    )
-    with precision(x64=bool(settings["estimation"]["x64"])):
-        specification = variant_specification(variant)
-        model = build_variant_model(model=variant.model, sizes=variant.sizes)
-        estimate_extended_into(
-            model=model,
-            specification=specification,
-            moments_file=moments_file,
-            settings={k: v for k, v in settings.items() if k != "data"},
-            directory=produces.parent,
-        )
-
-
 ROBUSTNESS_MARKERS = {
     check.name: directory_product(BLD / "robustness" / check.name / "estimation" / MARKER_NAME)
     for check in ROBUSTNESS
@@ -242,19 +202,28 @@ for check in ROBUSTNESS:
     ) -> None:
         """Estimate the status quo's preferences again with one assumption changed."""
         from project.estimation.robustness import robustness_settings, robustness_specification
-        from project.pipeline import estimate_variant_into, estimated_params, read_specification
+        from project.pipeline import (
+            calibrated_params,
+            estimate_variant_into,
+            estimated_params,
+            read_specification,
+        )
 
         check, settings = json.loads(check_json), json.loads(settings_json)
+        calibrated = calibrated_params(estimation_marker.parent)
         estimate_variant_into(
             specification=robustness_specification(
                 check=check,
                 specification=read_specification(specification_file),
-                estimated=settings["estimated"],
+                protected=[*settings["estimated"], *calibrated],
             ),
             moments_file=moments_file,
             initial_distribution=json.loads(distribution_json),
             settings=robustness_settings(
-                check=check, settings=settings, estimates=estimated_params(estimation_marker.parent)
+                check=check,
+                settings=settings,
+                estimates=estimated_params(estimation_marker.parent),
+                calibrated=calibrated,
             ),
             directory=produces.parent,
             sources=sources,
@@ -323,11 +292,17 @@ for variant in VARIANTS.values():
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification at the estimates (only when it changed)."""
-        from project.pipeline import estimated_params, variant_specification, write_json_if_changed
+        from project.pipeline import (
+            calibrated_params,
+            estimated_params,
+            variant_specification,
+            write_json_if_changed,
+        )
 
         specification = variant_specification(
             VARIANTS[json.loads(variant_json)["name"]],
             estimates=estimated_params(estimation_marker.parent),
+            calibrated=calibrated_params(estimation_marker.parent),
         )
         write_json_if_changed(content=specification, path=produces)
 
@@ -361,16 +336,18 @@ for variant in VARIANTS.values():
         produces: dict[str, Path] = simulation_products,
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
-        from project.persist import save_bundle
         from project.persist.atomic import copy_atomically
-        from project.pipeline import read_specification, simulate_variant
+        from project.pipeline import read_specification, save_variant_bundle, simulate_variant
 
+        specification = read_specification(specification_file)
         result = simulate_variant(
-            specification=read_specification(specification_file),
+            specification=specification,
             settings=json.loads(settings_json),
             solution_directory=solution_marker.parent,
         )
-        save_bundle(result=result, directory=produces["bundle"].parent)
+        save_variant_bundle(
+            result=result, specification=specification, directory=produces["bundle"].parent
+        )
         if "table" in produces:
             copy_atomically(produces["bundle"].parent / "simulated_data.arrow", produces["table"])
 
@@ -491,8 +468,8 @@ def task_prepare_data(
     prepare_data(settings=json.loads(settings_json), products=produces)
 
 
-ESTIMATION_MARKERS = {STATUS_QUO: ESTIMATION_MARKER, EXTENDED: EXTENDED_MARKER}
-"""The estimates the report tabulates: the status quo's, then the model from age 25's."""
+ESTIMATION_MARKERS = {STATUS_QUO: ESTIMATION_MARKER}
+"""The estimates the report tabulates: the status quo's."""
 BUNDLE_MARKERS = {v: directory_product(BLD / v / "simulation" / MARKER_NAME) for v in VARIANTS}
 SPECIFICATIONS = {v: BLD / v / "model.json" for v in VARIANTS}
 SOLUTION_MARKERS = {v: directory_product(BLD / v / "solution" / MARKER_NAME) for v in VARIANTS}
@@ -536,8 +513,8 @@ def task_estimation_report(
 
 
 ROBUSTNESS_SPECS = {check.name: asdict(check) for check in ROBUSTNESS}
-WELFARE_SPECIFICATIONS = {v: p for v, p in SPECIFICATIONS.items() if v != GRID_CHECK}
-"""The status quo's and the counterfactual's specifications (not the grid-search check's)."""
+WELFARE_SPECIFICATIONS = SPECIFICATIONS
+"""The status quo's and the counterfactual's specifications."""
 
 
 @task(kwargs={"specs_json": _hashed(ROBUSTNESS_SPECS)})
@@ -615,8 +592,6 @@ SUMMARY_TABLES = {
     "summary_statistics": _table_paths("summary_statistics"),
     "retirement_age": _table_paths("retirement_age"),
 }
-GRID_SOLUTION_MARKERS = {k: m for k, m in SOLUTION_MARKERS.items() if k == GRID_CHECK}
-"""The grid-search check's solution (absent in the smoke profile)."""
 VALIDATION_PRODUCTS = {"result": RESULTS["validation"], **_table_paths("validation")}
 
 
@@ -672,11 +647,11 @@ def task_validate_solution_method(
     factors_json: str,
     specification_file: Path = SPECIFICATIONS[DEFAULT_VARIANT],
     solution_marker: Path = SOLUTION_MARKERS[DEFAULT_VARIANT],
-    grid_markers: dict[str, Path] = GRID_SOLUTION_MARKERS,
+    bundle_marker: Path = BUNDLE_MARKERS[DEFAULT_VARIANT],
     sources: list[Path] = RUNS,
     produces: dict[str, Path] = VALIDATION_PRODUCTS,
 ) -> None:
-    """Measure the method's accuracy: analytical oracle, Euler errors, grid convergence."""
+    """Measure the method's accuracy: Euler errors, savings-grid convergence, the IJRS oracle."""
     from project.analysis.validation import write_validation
     from project.pipeline import read_specification
     from project.provenance import product_provenance
@@ -685,7 +660,7 @@ def task_validate_solution_method(
     write_validation(
         specification=specification,
         solution_directory=solution_marker.parent,
-        grid_solution_directory=grid_markers[GRID_CHECK].parent if grid_markers else None,
+        bundle_directory=bundle_marker.parent,
         factors=json.loads(factors_json),
         paths=produces,
         provenance=product_provenance(config=specification),
@@ -795,8 +770,7 @@ CATALOGUE = {
     "*/estimation_model.json": "The status quo's specification before estimation (its input).",
     "*/solution": "A variant's solution (orbax checkpoint, metadata, marker with digests).",
     "*/simulation": "A variant's simulation bundle: arrays, metadata and the panel table.",
-    f"{EXTENDED}/estimation": "The model from age 25's estimates and its calibrated work cost.",
-    "*/estimation": "A variant's MSM estimates, moments and summary (J-test, warnings).",
+    "*/estimation": "The status quo's MSM estimates, moments and summary (J-test, calibration).",
     "robustness/*/estimation": "A robustness check's re-estimation (same layout as above).",
     "replication/estimation": "The published buffer-stock estimation, estimated again.",
     "*/calibration": "A variant's calibrated weights, targets before/after and diagnostics.",

@@ -7,7 +7,6 @@ here reruns exactly that variant's chain.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -43,17 +42,21 @@ as uv reuses its downloads. Outside ``bld/``, so a clean build still profits; sa
 
 @dataclass(frozen=True)
 class SimulationSettings:
-    """How many subjects to simulate, from which initial distribution, with which seed."""
+    """How many subjects to simulate, from which initial distribution, with which seed.
+
+    The default distribution is the pipeline model's (``lifecycle_normalised``): every
+    household starts at 25 working, with log-normal cash on hand whose median is 1.35 times
+    permanent income (a year's income plus the SCF's geometric mean net worth of ages 21-25,
+    e^-1.00 = 0.37 of it), log standard deviation 0.4, cut at 0.5 and 10.
+    """
 
     n_subjects: int = 20_000
     seed: int = 20_261_122
     subject_batch_size: int = 10_000
     initial_distribution: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
-            "pref_type": {"probabilities": [0.5, 0.5]},
             "regime": {"label": "working"},
-            "income": {"label": "node_2"},
-            "wealth": {"lognormal": [0.5, 0.6], "clip": [0.2, 20.0]},
+            "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
         }
     )
 
@@ -62,14 +65,14 @@ class SimulationSettings:
 class Variant:
     """One model to solve: a shipped model, its grid sizes and its parameter overrides.
 
-    ``sizes`` are the keyword arguments of the model's ``build_model``: for the life-cycle model
-    ``n_savings`` (a savings grid, so that it solves by DC-EGM; without it, by grid search),
-    ``taste_shocks`` (EV1 shocks on the retirement choice, whose ``taste_shock_scale`` defaults
-    to ``project.models.DEFAULT_TASTE_SHOCK_SCALES``; ``params`` may override it) and, for
-    ``lifecycle_regimes``, ``survival`` ("life_table": the SSA table's probabilities of the
-    model's ages). Preferences are estimated once, on the status quo (``STATUS_QUO``), and
-    every variant is solved at those estimates: ``params`` may change policy, never an
-    estimated preference (``ESTIMATION.estimated``).
+    ``sizes`` are the keyword arguments of the model's ``build_model``: for the pipeline's
+    ``lifecycle_normalised`` ``n_savings`` (its savings grid; it solves by DC-EGM) and
+    ``taste_shocks`` (EV1 shocks on the claim, whose ``taste_shock_scale`` defaults to
+    ``project.models.DEFAULT_TASTE_SHOCK_SCALES``; ``params`` may override it); for the
+    other life-cycle models also grid sizes, ages and ``survival``. Preferences are estimated
+    once, on the status quo (``STATUS_QUO``), with the cost of working calibrated jointly, and
+    every variant is solved at those values: ``params`` may change policy, never a preference
+    (``ESTIMATION.estimated`` or the calibrated param).
 
     ``processes`` > 1 solves the variant in that many processes (JAX multi-process), each
     holding its share of the blocks of the model's ``distributed`` states: the solve task
@@ -79,7 +82,7 @@ class Variant:
     """
 
     name: str
-    model: str = "lifecycle_regimes"
+    model: str = "lifecycle_normalised"
     sizes: dict[str, int | bool | str] = field(default_factory=dict)
     params: dict[str, Any] = field(default_factory=dict)
     log_level: str = "progress"
@@ -114,15 +117,12 @@ class Variant:
 SAFE_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 
 
-SIZES: dict[str, int | bool | str] = (
-    {"n_wealth": 100, "n_consumption": 100, "n_periods": 30, "n_savings": 200}
-    if PROFILE == "default"
-    else {"n_wealth": 12, "n_consumption": 12, "n_periods": 8, "start_age": 63, "n_savings": 30}
-) | {"taste_shocks": True, "survival": "life_table"}
-"""The life-cycle variants' sizes: solved by DC-EGM with EV1 taste shocks on retirement, and
-survival probabilities from the SSA life table (households die; death is a regime)."""
-GRID_SIZES = {name: size for name, size in SIZES.items() if name != "n_savings"}
-"""``SIZES`` without the savings grid: the same model solved by grid search."""
+SIZES: dict[str, int | bool | str] = {
+    "n_savings": 150 if PROFILE == "default" else 30,
+    "taste_shocks": False,
+}
+"""The pipeline model's sizes: 150 savings points (HARK's nested exponential grid to 40 times
+permanent income), solved by DC-EGM with the claim free of taste shocks."""
 SIMULATION = (
     SimulationSettings()
     if PROFILE == "default"
@@ -172,52 +172,77 @@ DATA = DataSettings()
 
 
 @dataclass(frozen=True)
-class EstimationSettings:
-    """How ``task_estimate`` estimates a variant's preferences from the SCF (MSM).
+class CalibrationTarget:
+    """A param calibrated jointly with the estimate so that a simulated choice share meets a fact.
 
-    Moments: mean log wealth-to-income of the SCF age groups ``(age_min, age_max]`` (ages
-    age_min+1..age_max) in ``age_groups``; the model's last group (76-79) is left out because
-    the model ends at 79, where everybody consumes what is left. ``n_subjects`` simulated
-    subjects from the variant's initial distribution with ``seed`` (60,000: about 12 per SCF
-    household of the largest age group, so that the simulation adds less than 10 % to each
-    moment's sampling variance, n_data / n_simulated); the optimiser
+    ``param`` (a scalar param of the model, a preference: every variant keeps its calibrated
+    value) is set so that, of the simulated subjects of ``regime`` alive at ``age``, the share
+    ``share`` chooses ``label`` of ``action``; ``start`` is its first value, ``bounds`` bracket
+    it, ``tolerance`` is how close the fixed point of estimation and calibration must settle,
+    in at most ``max_rounds`` rounds (``project.estimation.calibrated``). The default: the
+    cost of working of ``lifecycle_normalised``, so that 36 % of the workers alive at 62 claim
+    there (``lifecycle_normalised.CLAIMING_FACT``: Munnell and Chen 2015, men, latest cohort).
+    """
+
+    param: str = "work_cost"
+    regime: str = "working"
+    action: str = "claim"
+    label: str = "claim"
+    age: int = 62
+    share: float = 0.36
+    start: float = 0.6
+    bounds: tuple[float, float] = (0.3, 0.8)
+    tolerance: float = 1e-3
+    max_rounds: int = 8
+
+
+@dataclass(frozen=True)
+class EstimationSettings:
+    """How ``task_estimate`` estimates the status quo's preferences from the SCF (MSM).
+
+    Moments: the SCF's mean log(net worth / permanent income) of the age groups
+    ``(age_min, age_max]`` (ages age_min+1..age_max) in ``age_groups``, the working life
+    before the earliest claim; the model's moment is the mean log of its own
+    ``wealth_to_income`` (the assets kept at the year's end over permanent income) over the
+    living simulated subject-years where it is positive. ``n_subjects`` simulated subjects
+    from the status quo's initial distribution with ``seed`` (60,000: the simulation adds less
+    than 10 % to each moment's sampling variance, n_data / n_simulated); ``calibration``: a
+    param calibrated jointly to a fact (``CalibrationTarget``), by rounds of one local search
+    and a calibration, then the full estimation at the settled value. The optimiser
     (``algorithm``, ``algo_options``) searches from ``start`` or, with ``n_starts`` > 1, as the
     local search of optimagic's TikTak multistart whose sample begins with ``start`` (at most
-    ``n_starts`` local searches; ``project.estimation.variant``); derivatives are
-    central differences with steps ``relative_step`` times the param (the simulated moments jump
-    when a subject's discrete choice flips: steps must be well above those jumps; with 60,000
-    subjects 0.1 % is, and the standard errors from steps of 0.3 % and 0.03 % are within 5 % of
-    its; a step of 1 % was 16 standard errors of beta, where the moments curve), and again with
-    each of ``alternative_steps`` for the summary (``std_errors_by_step``); ``x64``: in
-    float64 (the smoke profile estimates in float32, reusing the programs its solve compiled).
-    ``crra`` may fall below 1 (utility stays CRRA; exactly 1, log utility, is not a point the
-    search can reach in practice, and a non-finite moment there would stop it with an
-    ``EstimationError``).
+    ``n_starts`` local searches; ``project.estimation.variant``); derivatives are central
+    differences with steps ``relative_step`` times the param, and again with each of
+    ``alternative_steps`` for the summary (``std_errors_by_step``); ``x64``: in float64.
+    ``bounds`` keep crra above 1.02: close to log utility (crra = 1) the solver's value
+    function, stored as its consumption equivalent, overflows.
     ``compiled``: evaluate the moments as one compiled program (``estimation/program.py``); it
-    costs one compile of about 10 s cold and saves about half of every evaluation, so a search of
-    a few evaluations (the smoke profile's) is quicker without it. ``smooth``: estimate on the
-    smooth moments (expectations over the retirement choice, ``estimation/smooth.py``) with
-    their exact Jacobian, for the optimiser and the standard errors; give a derivative-based
-    ``algorithm`` with it (``scipy_ls_trf``). The default build keeps drawn moments and
-    ``pounders``: on this 2-core CPU a smooth evaluation with its Jacobian costs about 15 times a
-    drawn one, more than the fewer evaluations save (``benchmarks/estimation_speed.py --search``).
-    ``algo_options``' ``stopping_maxiter``: each local search stops after 60 iterations (the
-    first local search, from the start, converges in about 45; a search that reaches the bound
-    crra = 8, where the objective has a second, higher minimum, can wander along it without
-    converging, and then ends there as not converged: the searches table says so).
+    costs one compile of about 5 s and saves most of every evaluation. ``smooth``: estimate on
+    the smooth moments (expectations over a taste-shocked discrete choice,
+    ``estimation/smooth.py``) with their exact Jacobian; the pipeline's model has no taste
+    shocks, so it keeps drawn moments and ``pounders``. ``algo_options``'
+    ``stopping_maxiter``: each local search stops after 60 iterations.
     ``weighting``: ``"efficient"`` weighs each moment by the inverse of its sampling variance
     including the simulation noise (the SCF age groups are disjoint samples, so the data
     moments are independent and this diagonal W is the efficient one, under which J is
-    chi-square, up to the correlation of neighbouring ages' simulated moments, which share
+    chi-square, up to the correlation of the age groups' simulated moments, which share
     simulated households and which it leaves out); ``"data"`` by the data variance alone.
     """
 
     estimated: tuple[str, ...] = ("crra", "beta")
-    start: dict[str, float] = field(default_factory=lambda: {"crra": 3.0, "beta": 0.95})
+    start: dict[str, float] = field(default_factory=lambda: {"crra": 2.0, "beta": 0.95})
     bounds: dict[str, tuple[float, float]] = field(
-        default_factory=lambda: {"crra": (0.3, 8.0), "beta": (0.8, 1.05)}
+        default_factory=lambda: {"crra": (1.02, 10.0), "beta": (0.8, 1.05)}
     )
-    age_groups: tuple[tuple[int, int], ...] = ((50, 55), (55, 60), (60, 65), (65, 70), (70, 75))
+    age_groups: tuple[tuple[int, int], ...] = (
+        (25, 30),
+        (30, 35),
+        (35, 40),
+        (40, 45),
+        (45, 50),
+        (50, 55),
+        (55, 60),
+    )
     n_subjects: int = 60_000
     seed: int = 20_261_124
     algorithm: str = "pounders"
@@ -231,6 +256,7 @@ class EstimationSettings:
     compiled: bool = True
     smooth: bool = False
     weighting: str = "efficient"
+    calibration: CalibrationTarget | None = field(default_factory=CalibrationTarget)
 
 
 ESTIMATION = (
@@ -240,87 +266,18 @@ ESTIMATION = (
         estimated=("beta",),
         start={"beta": 0.95},
         bounds={"beta": (0.8, 1.05)},
-        age_groups=((60, 65), (65, 70)),
+        age_groups=((40, 45), (50, 55), (55, 60)),
         n_subjects=400,
         n_starts=1,
-        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 4},
+        algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 3},
         relative_step=1e-2,
         alternative_steps=(),
-        x64=False,
-        compiled=False,
+        calibration=CalibrationTarget(tolerance=0.02, max_rounds=3),
     )
 )
-"""The estimation's choices (``project.estimation.variant``). The smoke model covers ages 63-70
-only, where risk aversion barely moves wealth: the smoke build estimates the discount factor."""
-
-
-EXTENDED = "from_25"
-"""The name (``bld/from_25/``, the tables' row label) of the model from age 25's estimation."""
-
-
-@dataclass(frozen=True)
-class ExtendedSettings:
-    """How ``task_estimate_extended`` estimates the model from age 25 (``lifecycle_normalised``).
-
-    crra and beta are estimated from the SCF's mean log wealth-to-permanent-income of the
-    working life (``estimation``: the fields of the status quo's estimation), with the claim
-    deterministic (no taste shocks) and ``n_savings`` savings points; ``work_cost`` is
-    calibrated so that the share claiming at 62 meets ``lifecycle_normalised.CLAIMING_FACT``
-    (``project.estimation.extended``: rounds of one local search from the last estimate and a
-    calibration of the cost from ``calibration_start`` within ``calibration_bounds`` to
-    ``calibration_tolerance``, then the multistart at the settled cost). The simulated
-    25-year-olds' cash on hand is lognormal around 1.35 (``initial_distribution``): a year's
-    permanent income plus the SCF's geometric mean net worth of ages 21-25, e^-1.00 = 0.37 of
-    it. It simulates 5,000 households, not the status quo's 60,000: its calibration solves and
-    simulates the model many times besides the search, so the simulation noise it adds to a
-    moment is about as large as the data's (the paper says so); with so few households its
-    derivatives keep steps of 1 %.
-    """
-
-    n_savings: int = 150
-    estimation: EstimationSettings = field(
-        default_factory=lambda: EstimationSettings(
-            start={"crra": 2.0, "beta": 0.95},
-            bounds={"crra": (1.02, 10.0), "beta": (0.8, 1.05)},
-            age_groups=((25, 30), (30, 35), (35, 40), (40, 45), (45, 50), (50, 55), (55, 60)),
-            n_subjects=5_000,
-            relative_step=1e-2,
-            alternative_steps=(),
-        )
-    )
-    initial_distribution: dict[str, dict[str, Any]] = field(
-        default_factory=lambda: {
-            "regime": {"label": "working"},
-            "wealth": {"lognormal": [0.3, 0.4], "clip": [0.5, 10.0]},
-        }
-    )
-    calibration_start: float = 0.6
-    calibration_bounds: tuple[float, float] = (0.3, 0.8)
-    calibration_tolerance: float = 1e-3
-    max_rounds: int = 8
-
-
-EXTENDED_MODEL = (
-    ExtendedSettings()
-    if PROFILE == "default"
-    else ExtendedSettings(
-        n_savings=30,
-        estimation=EstimationSettings(
-            start={"crra": 2.0, "beta": 0.95},
-            bounds={"crra": (1.02, 10.0), "beta": (0.8, 1.05)},
-            age_groups=((40, 45), (50, 55), (55, 60)),
-            n_subjects=300,
-            relative_step=1e-2,
-            alternative_steps=(),
-            n_starts=1,
-            algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 3},
-            compiled=False,
-        ),
-        calibration_tolerance=0.02,
-        max_rounds=3,
-    )
-)
-"""The model from age 25's estimation; the smoke profile's is tiny (no estimate to read)."""
+"""The estimation's choices (``project.estimation.variant``, ``project.estimation.calibrated``).
+The smoke profile estimates the discount factor alone, from three age groups of 400
+households, with a few steps of each search: a check that the chain runs, not an estimate."""
 
 
 @dataclass(frozen=True)
@@ -328,20 +285,26 @@ class RobustnessCheck:
     """A re-estimation of the status quo's preferences with one assumption changed.
 
     ``params``: calibrated params of the status quo set to other values (never an estimated
-    one, and each keeps its shape); ``age_groups``: other SCF age groups for the moments
-    (``None`` keeps ``ESTIMATION.age_groups``). Each check is estimated like the status quo
-    but by one local search from the status quo's estimates (``project.estimation.robustness``),
-    and reported beside them (``project.analysis.robustness``); nothing else uses its estimates.
-    ``description`` says what changed, as the paper's table prints it.
+    or jointly calibrated one, and each keeps its shape); ``profiles``: the income profiles of
+    another calibration (``data/replication/profiles_<profiles>.csv``, in place of the status
+    quo's); ``sizes``: model sizes changed (e.g. ``{"taste_shocks": True}``); ``age_groups``:
+    other SCF age groups for the moments (``None`` keeps ``ESTIMATION.age_groups``). Each
+    check is estimated like the status quo, the cost of working calibrated again, but each
+    round by one local search from the status quo's estimates
+    (``project.estimation.robustness``), and reported beside them
+    (``project.analysis.robustness``); nothing else uses its estimates. ``description`` says
+    what changed, as the paper's table prints it.
     """
 
     name: str
     description: str
     params: dict[str, Any] = field(default_factory=dict)
     age_groups: tuple[tuple[int, int], ...] | None = None
+    profiles: str | None = None
+    sizes: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        """Refuse an unsafe name, an empty description and malformed params or age groups."""
+        """Refuse an unsafe name, an empty description and malformed changes."""
         where = f"Robustness check {self.name!r}"
         if not isinstance(self.name, str) or not SAFE_NAME.fullmatch(self.name):
             msg = (
@@ -352,11 +315,18 @@ class RobustnessCheck:
         if not isinstance(self.description, str) or not self.description.strip():
             msg = f"{where}: give a description of what it changes (the table prints it)."
             raise ConfigurationError(msg)
-        if not isinstance(self.params, dict) or not all(isinstance(k, str) for k in self.params):
-            msg = f"{where}: params must be a dict with str keys, got {self.params!r}."
+        for part in ("params", "sizes"):
+            value = getattr(self, part)
+            if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+                msg = f"{where}: {part} must be a dict with str keys, got {value!r}."
+                raise ConfigurationError(msg)
+        if self.profiles is not None and not (
+            isinstance(self.profiles, str) and SAFE_NAME.fullmatch(self.profiles)
+        ):
+            msg = f"{where}: profiles must name a vendored calibration, got {self.profiles!r}."
             raise ConfigurationError(msg)
-        if not self.params and self.age_groups is None:
-            msg = f"{where} changes nothing: give params or age_groups."
+        if not (self.params or self.sizes or self.profiles) and self.age_groups is None:
+            msg = f"{where} changes nothing: give params, sizes, profiles or age_groups."
             raise ConfigurationError(msg)
         groups = self.age_groups or ()
         if not all(
@@ -373,53 +343,44 @@ class RobustnessCheck:
             raise ConfigurationError(msg)
 
 
-def same_stationary_sd(*, rho: float, base_rho: float, base_sigma: float) -> float:
-    """Return the innovation s.d. that gives an AR(1) with ``rho`` the base's stationary s.d."""
-    return base_sigma * math.sqrt((1 - rho**2) / (1 - base_rho**2))
-
-
-PERSISTENT_INCOME_RHO = 0.95
-"""The robustness check's income persistence; the baseline's is 0.9 with innovation s.d. 0.1
-(``project.models.lifecycle.DEFAULT_PARAMS``), whose stationary s.d. the check keeps."""
-
 ROBUSTNESS: tuple[RobustnessCheck, ...] = (
     (
         RobustnessCheck(
-            name="persistent_income",
-            description=(
-                f"Income persistence {PERSISTENT_INCOME_RHO}, the same stationary variance"
-            ),
-            params={
-                "income_rho": PERSISTENT_INCOME_RHO,
-                "income_sigma": same_stationary_sd(
-                    rho=PERSISTENT_INCOME_RHO, base_rho=0.9, base_sigma=0.1
-                ),
-            },
+            name="hark2019_income",
+            description="Income profile and shocks of the 2019 HARK example",
+            profiles="hark2019",
+        ),
+        RobustnessCheck(
+            name="no_bequest",
+            description="No bequest motive",
+            params={"bequest_weight": 0.0},
         ),
         RobustnessCheck(
             name="taste_shocks",
-            description="Taste-shock scale 0.05",
-            params={"taste_shock_scale": 0.05},
+            description="Taste shocks on the claim, scale 0.01",
+            sizes={"taste_shocks": True},
+            params={"taste_shock_scale": 0.01},
         ),
         RobustnessCheck(
-            name="ages_to_70",
-            description="Moments of ages 51\u201370 only",
-            age_groups=((50, 55), (55, 60), (60, 65), (65, 70)),
+            name="ages_36_60",
+            description="Moments of ages 36\u201360 only",
+            age_groups=((35, 40), (40, 45), (45, 50), (50, 55), (55, 60)),
         ),
     )
     if PROFILE == "default"
     else (
         RobustnessCheck(
-            name="taste_shocks",
-            description="Taste-shock scale 0.05",
-            params={"taste_shock_scale": 0.05},
+            name="no_bequest",
+            description="No bequest motive",
+            params={"bequest_weight": 0.0},
         ),
     )
 )
-"""The robustness checks of the estimates: a second earnings process (more persistent, with the
-same stationary variance), a larger taste-shock scale and another age range (the oldest
-group, where the model's missing bequest motive matters most, left out). The smoke profile
-runs the taste-shock check alone."""
+"""The robustness checks of the estimates: a second earnings process (the income profile and
+shock profiles of the 2019 HARK example instead of Cocco-Gomes-Maenhout with Sabelhaus-Song),
+no bequest motive, taste shocks on the claim and another age range (the youngest groups,
+whose wealth the initial conditions shape most, left out). The smoke profile runs the bequest
+check alone."""
 
 
 @dataclass(frozen=True)
@@ -485,21 +446,25 @@ DEFAULT_VARIANT = "baseline"
 STATUS_QUO = DEFAULT_VARIANT
 """The variant whose preferences the pipeline estimates from the SCF (the policy the surveyed
 households lived under); every variant, this one included, is then solved at the estimates."""
-GRID_CHECK = "baseline_grid"
-"""The variant that solves the baseline by grid search (the validation compares it)."""
+PAYABLE_SHARE = 0.79
+"""The share of scheduled Social Security benefits payable once the OASI trust fund is depleted
+(in 2033), as the 2024 Trustees Report projects under current law: the counterfactual pays it
+(``benefit_scale`` of ``lifecycle_normalised``)."""
 
 VARIANTS: dict[str, Variant] = {
     variant.name: variant
     for variant in (
-        Variant(name="baseline", sizes=SIZES, simulation=SIMULATION),
+        Variant(name="baseline", sizes=SIZES, simulation=SIMULATION, x64=True),
         # A counterfactual policy: the SCF households lived under the actual pension, so their
         # preferences are estimated once, on the status quo, and kept here.
-        Variant(name="low_pension", sizes=SIZES, simulation=SIMULATION, params={"pension": 0.3}),
-        # The baseline solved by grid search: a cross-check of DC-EGM, not an economic variant
-        # (left out of the smoke profile, which must build in seconds).
-        Variant(name="baseline_grid", sizes=GRID_SIZES, simulation=SIMULATION),
+        Variant(
+            name="benefit_cut",
+            sizes=SIZES,
+            simulation=SIMULATION,
+            x64=True,
+            params={"benefit_scale": PAYABLE_SHARE},
+        ),
     )
-    if PROFILE == "default" or variant.name != GRID_CHECK
 }
 
 SLURM_CLUSTER: dict[str, Any] = {

@@ -25,13 +25,20 @@ import pandas as pd
 from project.config import DATA, SimulationSettings, Variant
 from project.dispatch import solve
 from project.errors import CheckpointError, ConfigurationError, ParamsError
+from project.estimation.calibrated import calibrated_value, estimate_calibrated
 from project.estimation.products import load_estimation, save_estimation
+from project.estimation.program import RATIO_TARGET, defines_ratio
 from project.estimation.variant import estimate_variant
 from project.launch import check_processes, solve_in_processes
 from project.model.spec import Model
-from project.models import DEFAULT_TASTE_SHOCK_SCALES, MODEL_BUILDERS, default_params_of
+from project.models import (
+    DEFAULT_TASTE_SHOCK_SCALES,
+    MODEL_BUILDERS,
+    default_params_of,
+    panel_columns_of,
+)
 from project.persist.atomic import MARKER_NAME, write_bytes_atomically
-from project.persist.bundle import load_table
+from project.persist.bundle import load_table, save_bundle
 from project.persist.manifest import verify_directory
 from project.persist.solution import (
     KIND,
@@ -52,19 +59,25 @@ logger = logging.getLogger("project.pipeline")
 
 
 def variant_specification(
-    variant: Variant, *, estimates: Mapping[str, float] | None = None
+    variant: Variant,
+    *,
+    estimates: Mapping[str, float] | None = None,
+    calibrated: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Return the complete, JSON-serialisable specification of a variant's model and params.
 
     ``estimates`` (the status quo's estimated preferences, ``estimated_params``) replace the
-    calibrated values of those params and are listed under ``"estimated"``; without them (the
-    estimation's own input) ``"estimated"`` is empty. A variant that sets an estimated param in
-    its own ``params`` is refused: a counterfactual changes policy, never preferences.
+    default values of those params and are listed under ``"estimated"``; ``calibrated`` (the
+    param the estimation calibrated jointly, ``calibrated_params``) likewise, listed under
+    ``"calibrated"``; without them (the estimation's own input) both lists are empty. A variant
+    that sets one of them in its own ``params`` is refused: a counterfactual changes policy,
+    never preferences.
     """
     model = build_variant_model(model=variant.model, sizes=variant.sizes)
     check_processes(model=model, name=variant.name, processes=variant.processes)
     params = variant_params(variant=variant, model=model)
-    estimates = dict(estimates or {})
+    fixed = dict(calibrated or {})
+    estimates = dict(estimates or {}) | fixed
     overridden = sorted(set(estimates) & set(variant.params))
     if overridden:
         msg = (
@@ -88,7 +101,8 @@ def variant_specification(
         "model": variant.model,
         "sizes": dict(sorted(variant.sizes.items())),
         "params": dict(sorted(params.items())),
-        "estimated": sorted(estimates),
+        "estimated": sorted(set(estimates) - set(fixed)),
+        "calibrated": sorted(fixed),
         "log_level": variant.log_level,
         "x64": variant.x64,
         "processes": variant.processes,
@@ -99,6 +113,11 @@ def variant_specification(
 def estimated_params(directory: Path) -> dict[str, float]:
     """Return the estimates saved in the estimation product ``directory`` (verified), by name."""
     return load_estimation(Path(directory)).params
+
+
+def calibrated_params(directory: Path) -> dict[str, float]:
+    """Return the param the estimation in ``directory`` calibrated jointly, by name (or none)."""
+    return calibrated_value(load_estimation(Path(directory)).summary)
 
 
 def variant_params(*, variant: Variant, model: Model) -> dict[str, Any]:
@@ -332,6 +351,31 @@ def simulate_variant(
         )
 
 
+def save_variant_bundle(
+    *, result: SimulationResult, specification: Mapping[str, Any], directory: Path
+) -> Path:
+    """Save a variant's simulation bundle with the columns a reader of its panel needs.
+
+    The model's own ``wealth_to_income`` (where its regimes define it: the SCF statistic the
+    estimation matches) and the columns ``project.models.panel_columns_of`` derives (for
+    ``lifecycle_normalised`` the unit of wealth and consumption, ``income_unit``). In the
+    variant's precision, in which it was simulated (the shocks are drawn again in it).
+    """
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        targets = [RATIO_TARGET] if defines_ratio(model) else None
+        columns = panel_columns_of(
+            name=specification["model"],
+            panel=result.to_dataframe(),
+            model=model,
+            params=dict(specification["params"]),
+            seed=int(result.seed),
+        )
+        return save_bundle(
+            result=result, directory=directory, additional_targets=targets, columns=columns
+        )
+
+
 def variant_precision(specification: Mapping[str, Any]) -> AbstractContextManager[None]:
     """Return a context in the variant's precision (float64 where ``x64``) that restores after."""
     return precision(x64=bool(specification["x64"]))
@@ -394,8 +438,10 @@ def estimate_variant_into(
     if found == expected:
         logger.info("Estimate of %r is up to date; not estimating again.", specification["name"])
         return False
-    model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    outcome = estimate_variant(
+    with precision(x64=bool(settings.get("x64", True))):  # the estimation's own precision
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+    estimate = estimate_calibrated if settings.get("calibration") else estimate_variant
+    outcome = estimate(
         model=model,
         specification=specification,
         moments=pd.read_feather(moments_file),

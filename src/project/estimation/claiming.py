@@ -27,6 +27,7 @@ import pandas as pd
 from scipy.optimize import brentq
 
 from project.dispatch import solve
+from project.estimation.choice_count import ChoiceCount
 from project.estimation.errors import EstimationError
 from project.estimation.inputs import corrected_for_simulation
 from project.estimation.result import MSMResult
@@ -69,6 +70,28 @@ def claiming_table(
     )
 
 
+def choice_counts_of_table(
+    *,
+    model: RegimeModel,
+    params: Mapping[str, Any],
+    initial_conditions: Mapping[str, Any],
+    seed: int,
+    choice: ChoiceCount,
+) -> np.ndarray:
+    """Return (deciding, choosing) of ``choice`` from a solve, a simulation and its table."""
+    solution = solve(model=model, params=dict(params), log_level="off")
+    frame = simulate(
+        params=dict(params),
+        initial_conditions=initial_conditions,
+        solution=solution,
+        seed=seed,
+        log_level="off",
+    ).to_dataframe()
+    here = (frame["regime"] == choice.regime) & (frame["age"] == float(choice.age))
+    choosing = here & (frame[choice.action] == choice.label)
+    return np.array([here.sum(), choosing.sum()], dtype=float)
+
+
 def claim_share(table: pd.DataFrame, *, age: int) -> float:
     """Return the share of the subjects deciding at ``age`` who claim (``claiming_table``)."""
     if age not in table.index or table.loc[age, "deciding"] == 0:
@@ -86,29 +109,47 @@ def claiming_ages(table: pd.DataFrame) -> dict[int, float]:
     return {int(age): float(n / claims.sum()) for age, n in claims.items() if n > 0}
 
 
+BRACKET = 0.02
+"""Half the width of the first bracket ``calibrate`` tries around a guess (widened fourfold
+until it holds the target)."""
+
+
 def calibrate(
     *,
     share_at: Callable[[float], float],
     target: float,
     bounds: tuple[float, float],
     tolerance: float,
+    guess: float | None = None,
 ) -> float:
     """Return the param whose ``share_at`` crosses ``target`` (a share rising with the param).
 
-    Raises ``EstimationError`` when the target lies outside the shares at the bounds.
+    With a ``guess``, the search brackets ``guess`` plus and minus ``BRACKET`` within the
+    bounds, widened fourfold until the bracket holds the target; then ``brentq`` to
+    ``tolerance``. Raises ``EstimationError`` when the target lies outside the shares at the
+    bounds.
     """
-    low, high = bounds
-    at_low, at_high = share_at(low), share_at(high)
-    if not at_low <= target <= at_high:
-        msg = (
-            f"The claiming share runs from {at_low:.3f} to {at_high:.3f} between the param's "
-            f"bounds {bounds}; the target {target:.3f} lies outside. Widen the bounds or check "
-            "that the share rises with the param."
-        )
-        raise EstimationError(msg)
-    if at_low == target:
-        return float(low)
-    return float(brentq(lambda x: share_at(x) - target, low, high, xtol=tolerance))
+    low, high = (float(b) for b in bounds)
+    half = BRACKET if guess is not None else np.inf
+    centre = float(guess) if guess is not None else (low + high) / 2
+    while True:
+        lo, hi = max(low, centre - half), min(high, centre + half)
+        at_lo, at_hi = share_at(lo), share_at(hi)
+        if at_lo <= target <= at_hi:
+            break
+        if lo == low and hi == high:
+            msg = (
+                f"The claiming share runs from {at_lo:.3f} to {at_hi:.3f} between the param's "
+                f"bounds {bounds}; the target {target:.3f} lies outside. Widen the bounds or "
+                "check that the share rises with the param."
+            )
+            raise EstimationError(msg)
+        half *= 4
+    if at_lo == target:
+        return float(lo)
+    if at_hi == target:
+        return float(hi)
+    return float(brentq(lambda x: share_at(x) - target, lo, hi, xtol=tolerance))
 
 
 @dataclass(frozen=True)
@@ -150,6 +191,7 @@ def calibrate_and_estimate(
             share_at=lambda x, e=estimates: share_at(x, e),
             target=target,
             bounds=bounds,
+            guess=param,
             tolerance=tolerance,
         )
         rounds.append(Round(param, estimates, share_at(param, estimates), calibrated))

@@ -57,6 +57,8 @@ import numpy as np
 import pandas as pd
 
 from project.dispatch import solve
+from project.estimation.choice_count import ChoiceCount
+from project.estimation.claiming import choice_counts_of_table
 from project.estimation.errors import EstimationError
 from project.estimation.program import (
     RATIO_TARGET,
@@ -169,8 +171,15 @@ class LifecycleMoments:
         subject_batch_size: int = 0,
         compiled: bool = True,
         smooth: bool = False,
+        choice: ChoiceCount | None = None,
     ) -> None:
         _check_model(model=model, base_params=base_params, estimated=estimated)
+        if choice is not None and not isinstance(model, RegimeModel):
+            msg = f"A choice count needs a model with regimes; {model.name!r} has none."
+            raise EstimationError(msg)
+        if choice is not None:
+            choice.period(model)  # raises for a regime, action, label or age the model lacks
+        self.choice = choice
         self.model = model
         self.base_params = dict(base_params)
         self.initial_conditions = _validated(model=model, initial_conditions=initial_conditions)
@@ -188,6 +197,7 @@ class LifecycleMoments:
                 age_groups=self.age_groups,
                 estimated=self.estimated,
                 smooth=smooth,
+                choice=choice,
             )
             if (compiled or smooth) and compiles_moments(model)
             else None
@@ -261,6 +271,26 @@ class LifecycleMoments:
             return subjects_per_group(frame=self.frame(params), age_groups=self.age_groups)
         full = self.full_params(params)
         return self.program.living(np.array([full[name] for name in self.estimated]))
+
+    def choice_counts(self, params: Mapping[str, float]) -> np.ndarray:
+        """Return the choice count at ``params``: the subjects deciding and those choosing.
+
+        The same simulated subjects as the moments (``choice``: ``ChoiceCount``); from the one
+        program where it runs, else from the simulated table.
+        """
+        if self.choice is None:
+            msg = "These moments count no choice: build them with choice=ChoiceCount(...)."
+            raise EstimationError(msg)
+        full = self.full_params(params)
+        if self.program is not None:
+            return self.program.choices(np.array([full[name] for name in self.estimated]))
+        return choice_counts_of_table(
+            model=self.model,
+            params=full,
+            initial_conditions=self.initial_conditions,
+            seed=self.seed,
+            choice=self.choice,
+        )
 
     def batch(self, points: Sequence[Mapping[str, float]]) -> np.ndarray:
         """Return the moments at every point (rows), in one program where the model allows."""

@@ -38,6 +38,7 @@ import numpy as np
 from project._xla import quick_compile_options
 from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS
 from project.egm.structure import egm_structure
+from project.estimation.choice_count import ChoiceCount, choice_counter
 from project.estimation.errors import EstimationError
 from project.estimation.smooth import ExitChoice, build_smooth_totals
 from project.model.params import pack_params, params_on_host, unpack_params
@@ -76,9 +77,14 @@ class MomentProgram:
         age_groups: Sequence[tuple[float, float]],
         estimated: Sequence[str],
         smooth: bool = False,
+        choice: ChoiceCount | None = None,
     ) -> None:
         self.model = model
         self.smooth = ExitChoice.of(model, params=base_params) if smooth else None
+        if smooth and choice is not None:
+            msg = "A choice count needs drawn moments (smooth=False): it counts drawn choices."
+            raise EstimationError(msg)
+        self.choice = choice
         host = params_on_host(model=model, params=base_params)
         self.base_flat = jnp.asarray(pack_params(host))
         self.positions = jnp.asarray(_positions(host, estimated=estimated))
@@ -96,8 +102,11 @@ class MomentProgram:
         ages = np.asarray(model.ages, dtype=float)
         members = np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
         self.groups = jnp.asarray(members)
-        # The periods the drawn moments read: their simulation stops after the last group's.
+        # The periods the drawn moments read: their simulation stops after the last group's
+        # (or the choice count's, if later).
         self.stop = int(np.flatnonzero(members.any(axis=1)).max(initial=-1)) + 1
+        if choice is not None:
+            self.stop = max(self.stop, choice.period(model) + 1)
         self.traces = 0
         self.runs = 0
         self._compiled: dict[tuple[int, bool, bool], Any] = {}
@@ -117,8 +126,18 @@ class MomentProgram:
         Forward-mode derivatives (``jax.jacfwd``) of the one program; meaningful for smooth
         moments (``smooth=True``), where the moments are differentiable in the params.
         """
-        moments, jacobian, _ = self._run(np.asarray(values, dtype=float)[None], derivative=True)
+        moments, jacobian, *_ = self._run(np.asarray(values, dtype=float)[None], derivative=True)
         return moments[0], jacobian[0]
+
+    def choices(self, values: np.ndarray) -> np.ndarray:
+        """Return the choice count's two numbers at ``values``: subjects deciding, choosing.
+
+        NaN where the solve failed; raises ``EstimationError`` without a ``choice``.
+        """
+        if self.choice is None:
+            msg = "This moment program counts no choice: build it with choice=ChoiceCount(...)."
+            raise EstimationError(msg)
+        return self._run(np.atleast_2d(np.asarray(values, dtype=float)), derivative=False)[-1][0]
 
     def living(self, values: np.ndarray) -> np.ndarray:
         """Return the simulated subjects alive in each age group at ``values``.
@@ -129,7 +148,7 @@ class MomentProgram:
         from the Jacobian's program, the one an estimation on smooth moments compiles.
         """
         points = np.asarray(values, dtype=float)[None]
-        return self._run(points, derivative=self.smooth is not None)[-1][0]
+        return self._run(points, derivative=self.smooth is not None)[-2][0]
 
     def _run(self, values: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
         """Return the program's results at ``values`` (rows), from the memo where it has them."""
@@ -219,7 +238,8 @@ class MomentProgram:
     def _moments(self) -> Any:
         """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth.
 
-        It gives the moments and the living subjects of each group (``living``).
+        It gives the moments, the living subjects of each group (``living``) and the choice
+        count (deciding, choosing; zeros without a ``choice``).
         """
         model = self.model
         ratio_of = _ratio(model)
@@ -242,10 +262,11 @@ class MomentProgram:
                     return member * jnp.sum(alive * value), member * alive_now, first * alive_now
 
                 numerator, denominator, counts = totals(*panel, record)
-                return numerator / denominator, counts
+                return numerator / denominator, counts, jnp.zeros(2, numerator.dtype)
 
             return smooth
         stop = self.stop
+        count = choice_counter(model, self.choice)
         panel_of = build_regime_panel(model, methods=_methods(model), stop=stop)
         per_period = jax.vmap(ratio_of, in_axes=(0, 0, 0, None, 0, 0))
 
@@ -261,7 +282,8 @@ class MomentProgram:
             log_ratio = jnp.log(jnp.where(counted, padded, 1.0))
             weights = counted[:, :, None] & groups[:, None, :]
             totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
-            return totals / weights.sum(axis=(0, 1)), weights.any(axis=0).sum(axis=0)
+            living = weights.any(axis=0).sum(axis=0)
+            return totals / weights.sum(axis=(0, 1)), living, count(codes, actions, totals.dtype)
 
         return drawn
 
@@ -278,8 +300,8 @@ def _with_jacobian(one: Any) -> Any:
         pushed = jax.vmap(
             lambda t: jax.jvp(moments, (values,), (t,), has_aux=True), out_axes=(None, 1, None)
         )
-        value, tangents, (living, invalid, narrow, runs) = pushed(basis)
-        return value, tangents, living, invalid, narrow, runs
+        value, tangents, (living, counts, invalid, narrow, runs) = pushed(basis)
+        return value, tangents, living, counts, invalid, narrow, runs
 
     return with_jacobian
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +51,7 @@ import optimagic as om
 import pandas as pd
 from scipy.stats import qmc
 
+from project.estimation.choice_count import ChoiceCount
 from project.estimation.errors import EstimationError
 from project.estimation.inference import step_standard_errors
 from project.estimation.lifecycle import LifecycleMoments
@@ -123,10 +124,13 @@ def estimate_variant(
     moments: pd.DataFrame,
     initial_distribution: Mapping[str, Mapping[str, Any]],
     settings: Mapping[str, Any],
+    simulator: Any | None = None,
 ) -> EstimationOutcome:
     """Estimate the variant's ``settings["estimated"]`` params by MSM; see the module docstring.
 
     ``model``: the variant's model, built from ``specification`` (its params are the base).
+    ``simulator``: the moments to match, if the caller has built them (a calibration shares
+    them: ``project.estimation.calibrated``); else ``LifecycleMoments`` of the settings.
     The estimation runs in float64 unless ``settings["x64"]`` is false (moments of a few
     thousand subjects need it) and restores the process's precision afterwards, so that later
     work in the same process (a serial build's next tasks) computes as it would in a fresh one.
@@ -143,22 +147,24 @@ def estimate_variant(
             raise EstimationError(msg)
         groups = [(int(lo), int(hi)) for lo, hi in settings["age_groups"]]
         data = data_moments(moments=moments, age_groups=groups)
-        initial = draw_initial_conditions(
-            model=model,
-            n_subjects=int(settings["n_subjects"]),
-            seed=int(settings["seed"]),
-            distribution=initial_distribution,
-        )
-        simulator = LifecycleMoments(
-            model=model,
-            base_params=specification["params"],
-            initial_conditions=initial,
-            seed=int(settings["seed"]) + 1,
-            age_groups=groups,
-            estimated=tuple(settings["estimated"]),
-            compiled=bool(settings.get("compiled", True)),
-            smooth=bool(settings.get("smooth", False)),
-        )
+        if simulator is None:
+            simulator = moments_of(
+                model=model,
+                params=specification["params"],
+                initial_distribution=initial_distribution,
+                settings=settings,
+            )
+        wanted = [(float(lo), float(hi)) for lo, hi in groups]
+        if (
+            tuple(simulator.estimated) != tuple(settings["estimated"])
+            or list(simulator.age_groups) != wanted
+        ):
+            msg = (
+                f"The moments vary {list(simulator.estimated)} on the age groups "
+                f"{list(simulator.age_groups)}; the settings estimate "
+                f"{list(settings['estimated'])} on {wanted}: give moments of the settings."
+            )
+            raise EstimationError(msg)
         # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
         # path, and on this objective the optimum it reaches, depends on the order of the params.
         start = {name: float(settings["start"][name]) for name in settings["estimated"]}
@@ -219,6 +225,40 @@ def estimate_variant(
             ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
         )
         return outcome
+
+
+def moments_of(
+    *,
+    model: Model | RegimeModel,
+    params: Mapping[str, Any],
+    initial_distribution: Mapping[str, Mapping[str, Any]],
+    settings: Mapping[str, Any],
+    estimated: Sequence[str] | None = None,
+    choice: ChoiceCount | None = None,
+) -> LifecycleMoments:
+    """Return the settings' simulated moments of ``estimated`` (default: the settings').
+
+    ``settings["n_subjects"]`` subjects drawn from ``initial_distribution`` with the settings'
+    seed, simulated with that seed plus one, at ``params`` for every param not estimated;
+    ``choice``: a choice to count beside the moments.
+    """
+    initial = draw_initial_conditions(
+        model=model,
+        n_subjects=int(settings["n_subjects"]),
+        seed=int(settings["seed"]),
+        distribution=initial_distribution,
+    )
+    return LifecycleMoments(
+        model=model,
+        base_params=params,
+        initial_conditions=initial,
+        seed=int(settings["seed"]) + 1,
+        age_groups=[(int(lo), int(hi)) for lo, hi in settings["age_groups"]],
+        estimated=tuple(settings["estimated"] if estimated is None else estimated),
+        compiled=bool(settings.get("compiled", True)),
+        smooth=bool(settings.get("smooth", False)),
+        choice=choice,
+    )
 
 
 def search_record(result: MSMResult, *, kept: bool) -> dict[str, Any]:

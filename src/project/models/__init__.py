@@ -1,15 +1,17 @@
 """Shipped models: IJRS retirement, precautionary savings, iid income, the default life cycle.
 
-The pipeline's default is ``lifecycle_regimes`` (working, retired and dead as regimes) with
-life-table survival; ``lifecycle`` is the same economics without death, as one regime;
-``lifecycle_normalised`` is the model from 25 to 99 normalised by permanent income, with the
-vendored income profiles and life table as its defaults (``default_params_of``).
+The pipeline's model is ``lifecycle_normalised``: from 25 to 99, normalised by permanent income,
+with the vendored income profiles and life table as its defaults (``default_params_of``).
+``lifecycle_regimes`` (working, retired and dead as regimes, from 50, with a mandatory
+retirement age) and ``lifecycle`` (the same economics without death, as one regime) are the
+smaller models the tests and benchmarks use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from project.errors import ParamsError
 from project.models import (
     iid_income,
     ijrs,
@@ -42,6 +44,34 @@ DEFAULT_TASTE_SHOCK_SCALES = {
 """The ``taste_shock_scale`` a model built with taste shocks gets by default (where it has one)."""
 
 
+def income_params_of(*, name: str, calibration: str) -> dict[str, Any]:
+    """Return the income params of the model ``name`` under another vendored calibration.
+
+    Only ``lifecycle_normalised`` takes its income profiles from vendored files
+    (``data/replication/profiles_<calibration>.csv``); other models raise ``ParamsError``.
+    """
+    if name != "lifecycle_normalised":
+        msg = f"Model {name!r} has no vendored income profiles; only lifecycle_normalised has."
+        raise ParamsError(msg)
+    params = lifecycle_normalised.default_params(calibration=calibration)
+    return {key: params[key] for key in lifecycle_normalised.INCOME_PARAMS}
+
+
+def panel_columns_of(
+    *, name: str, panel: Any, model: Any, params: dict[str, Any], seed: int
+) -> dict[str, Any]:
+    """Return the columns a reader of model ``name``'s simulated panel needs beyond its own.
+
+    ``lifecycle_normalised`` states wealth and consumption in units of permanent income (of
+    the pension after the claim): its ``income_unit`` turns them into levels
+    (``lifecycle_normalised.income_units``). The other models need none.
+    """
+    if name != "lifecycle_normalised":
+        return {}
+    units = lifecycle_normalised.income_units(panel=panel, model=model, params=params, seed=seed)
+    return {"income_unit": units}
+
+
 def default_params_of(*, name: str, model: Any, female_share: float = 0.5) -> dict[str, Any]:
     """Return the shipped default params of the built model ``name`` (without taste shocks).
 
@@ -66,8 +96,10 @@ __all__ = [
     "default_params_of",
     "iid_income",
     "ijrs",
+    "income_params_of",
     "lifecycle",
     "lifecycle_normalised",
     "lifecycle_regimes",
+    "panel_columns_of",
     "precautionary",
 ]

@@ -11,8 +11,9 @@ Three regimes, solved by DC-EGM (``continuation_scale`` carries the normalisatio
   homothetic). Claiming is possible from ``EARLIEST_CLAIM`` and never forced: the household
   claims when working no longer pays.
 - *retired* (state: cash on hand over the pension, m = M / B). Claiming at age t fixes the
-  pension B = ``replacement`` x ``claiming_factor[t]`` x P_t for life (the US rule: reduced
-  before the full retirement age, raised by delayed credits up to 70; ``CLAIMING_FACTORS``).
+  pension B = ``replacement`` x ``claiming_factor[t]`` x ``benefit_scale`` x P_t for life (the
+  US rule: reduced before the full retirement age, raised by delayed credits up to 70;
+  ``CLAIMING_FACTORS``; ``benefit_scale`` 1 pays the schedule, a counterfactual pays less).
   From the claim on, m' = R (m - c) + 1.
 - *dead*: a warm-glow bequest ``bequest_weight * (m + bequest_shift)^(1 - rho) / (1 - rho)`` of
   the cash on hand the household would have had (the year's income included), in the units of
@@ -46,6 +47,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 
 from project.actions import ContinuousAction
 from project.errors import ParamsError
@@ -79,13 +81,16 @@ DEFAULT_PARAMS = {
     "crra": 3.0,
     "interest_factor": 1.03,
     "replacement": 0.6821,
+    "benefit_scale": 1.0,
     "work_cost": 0.2,
     "bequest_weight": 1.0,
     "bequest_shift": 1.0,
     "taste_shock_scale": 1e-3,
 }
 """Calibrated defaults; ``replacement`` is the Cocco, Gomes and Maenhout (2005) high-school
-replacement rate HARK lists; crra, beta, work_cost and the bequest params are to be estimated."""
+replacement rate HARK lists; ``benefit_scale`` is the share of the scheduled pension paid (1:
+the law's schedule; a policy counterfactual lowers it); crra and beta are estimated and
+work_cost calibrated by the pipeline; the bequest params are set for illustration."""
 
 
 CLAIMING_FACT = {"age": 62, "share": 0.36}
@@ -219,6 +224,8 @@ def model_params(
     )
 
 
+INCOME_PARAMS = ("income_growth", "unemployment_risk", "permanent_nodes", "transitory_nodes")
+"""The params a calibration's income profiles give (``default_params(calibration=...)``)."""
 WORKING_PROFILE_AGES = 40
 """The profiles' working transitions used (ages 25..64); later working years keep income growth
 1 and the age-64 shock s.d. (the published profiles end working life at 65)."""
@@ -285,14 +292,17 @@ def pension_units(
     permanent_shock: jnp.ndarray,
     income_growth: jnp.ndarray,
     replacement: jnp.ndarray,
+    benefit_scale: jnp.ndarray,
     claiming_factor: jnp.ndarray,
 ) -> jnp.ndarray:
     """Return next period's normaliser over this period's permanent income.
 
-    G_t psi' for a worker who keeps working, the pension over P_t for one who claims.
+    G_t psi' for a worker who keeps working, the pension over P_t for one who claims: the
+    replacement rate times the claiming age's factor times the share of the schedule paid.
     """
     growth = income_growth[period] * permanent_shock
-    return jnp.where(claim == ClaimStatus.claim, replacement * claiming_factor[period], growth)
+    pension = replacement * claiming_factor[period] * benefit_scale
+    return jnp.where(claim == ClaimStatus.claim, pension, growth)
 
 
 def working_next_wealth(
@@ -337,3 +347,48 @@ def working_transition(claim: jnp.ndarray, survival: jnp.ndarray) -> dict[str, j
 def retired_transition(survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
     """Return next period's regime of a retiree."""
     return {"retired": survival, "dead": 1 - survival}
+
+
+def income_units(
+    *, panel: pd.DataFrame, model: RegimeModel, params: Mapping[str, Any], seed: int
+) -> np.ndarray:
+    """Return each row's unit: its normaliser over permanent income at the first age.
+
+    The panel (``SimulationResult.to_dataframe()`` of this model, simulated with ``seed``, one
+    row per subject and period in that order) states wealth and consumption in units of
+    permanent income P_t while working and of the pension B after the claim; the unit is P_t /
+    P_25 or B / P_25, so wealth times unit is cash on hand in units of permanent income at 25.
+    It multiplies the growth of the normaliser (``pension_units``) at the shocks the
+    simulation drew (``project.simulation.realised``); the dead's rows get NaN.
+    """
+    from project.simulation.realised import realised_functions  # noqa: PLC0415
+
+    order = panel[["subject_id", "period"]].to_numpy()
+    if len(order) and not (np.lexsort((order[:, 1], order[:, 0])) == np.arange(len(order))).all():
+        msg = "income_units needs the panel sorted by subject_id, then period (to_dataframe's)."
+        raise ParamsError(msg)
+    regime = panel["regime"].astype(str).to_numpy()
+    working = regime == "working"
+    rows = panel.loc[working]
+    claim = rows["claim"]
+    codes = claim.cat.codes.to_numpy() if isinstance(claim.dtype, pd.CategoricalDtype) else claim
+    growth = realised_functions(
+        model=model.regimes["working"],
+        params=params,
+        seed=seed,
+        subject_ids=rows["subject_id"].to_numpy(),
+        periods=rows["period"].to_numpy(),
+        ages=rows["age"].to_numpy(),
+        values={
+            "wealth": rows["wealth"].to_numpy(),
+            "consumption": rows["consumption"].to_numpy(),
+            "claim": np.asarray(codes, dtype=np.int32),
+        },
+        targets=["pension_units"],
+    )["pension_units"]
+    factor = np.ones(len(panel))
+    factor[working] = growth
+    through = pd.Series(factor).groupby(panel["subject_id"].to_numpy()).cumprod().to_numpy()
+    units = through / factor  # the product of the factors of the subject's earlier rows
+    units[regime == "dead"] = np.nan
+    return units

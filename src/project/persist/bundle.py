@@ -80,16 +80,27 @@ def save_bundle(
     result: SimulationResult,
     directory: Path,
     additional_targets: list[str] | str | None = None,
+    columns: Mapping[str, np.ndarray] | None = None,
     provenance: Mapping[str, str] | None = None,
 ) -> Path:
     """Write ``result`` atomically to ``directory``; return the marker path (written last).
 
     ``additional_targets`` adds model functions as table columns (see ``to_dataframe``); they
-    need the result's model. The arrays never depend on them. ``provenance`` goes to the
-    metadata and the table's schema; by default ``product_provenance`` of the metadata (the
-    model description, params and simulation settings) with the result's seed.
+    need the result's model. ``columns`` adds columns computed from the table (one value per
+    row, in ``to_dataframe``'s order; e.g. the unit of a normalised model's wealth), listed in
+    the metadata's ``derived_columns``. The arrays never depend on either. ``provenance`` goes
+    to the metadata and the table's schema; by default ``product_provenance`` of the metadata
+    (the model description, params and simulation settings) with the result's seed.
     """
     frame = result.to_dataframe(additional_targets)
+    for name, values in (columns or {}).items():
+        if name in frame.columns or np.shape(values) != (len(frame),):
+            msg = (
+                f"The derived column {name!r} must be new and hold one value per row "
+                f"({len(frame)}), got shape {np.shape(values)}."
+            )
+            raise ValueError(msg)
+        frame[name] = np.asarray(values)
     tree = {
         "value_function": value_function_tree(result.value_function),
         "columns": {name: _to_numpy(v) for name, v in result.columns.items()},
@@ -108,7 +119,10 @@ def save_bundle(
         "start_period": int(result.start_period),
         "method": str(result.method),
         "n_subjects": int(tree["columns"]["value"].shape[0]),
-        "additional_targets": [str(c) for c in frame.columns if c not in base],
+        "additional_targets": [
+            str(c) for c in frame.columns if c not in base and c not in (columns or {})
+        ],
+        "derived_columns": sorted(columns or {}),
         "versions": {**package_versions(), **versions_of(TABLE_PACKAGES)},
     }
     if provenance is None:
