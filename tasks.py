@@ -2,24 +2,29 @@
 
 Once, on the status quo (``STATUS_QUO``): ``define_estimation_model`` writes its specification
 before estimation to ``<bld>/<status quo>/estimation_model.json``; ``estimate`` estimates its
-preferences from the SCF by MSM into ``<bld>/<status quo>/estimation/``; ``estimate_robustness``
-estimates them again for each robustness check (``ROBUSTNESS``: one assumption changed) into
-``<bld>/robustness/<check>/estimation/``, which only the robustness table and the paper read.
+preferences (relative risk aversion and the discount factor) from the SCF by MSM, with the
+cost of working calibrated jointly to a claiming fact, into ``<bld>/<status quo>/estimation/``;
+``estimate_robustness`` estimates them again for each robustness check (``ROBUSTNESS``: one
+assumption changed) into ``<bld>/robustness/<check>/estimation/``, which only the robustness
+table and the paper read; ``estimate_replication`` estimates a published buffer-stock model
+again on its own data.
 
-Per variant (see ``VARIANTS`` in src/project/config.py), every one at those estimates:
+Per variant (see ``VARIANTS`` in src/project/config.py), every one at those estimates and that
+calibrated cost:
 
-- ``define_model`` writes the full model specification, the estimated preferences in place of
-  the calibrated ones, to ``<bld>/<variant>/model.json``;
-- ``solve`` solves it (by DC-EGM where its sizes give a savings grid, else by grid search) into
-  ``<bld>/<variant>/solution/`` (declared through its marker);
+- ``define_model`` writes the full model specification, the estimated and calibrated
+  preferences in place of the defaults, to ``<bld>/<variant>/model.json``;
+- ``solve`` solves it (by DC-EGM) into ``<bld>/<variant>/solution/`` (declared through its
+  marker);
 - ``simulate`` writes the simulation bundle to ``<bld>/<variant>/simulation/``; the default
   variant's table is also copied to ``<bld>/simulated_data.arrow``;
-- ``calibrate`` reweights the simulated subjects to ``data/targets.csv``;
+- ``calibrate`` reweights the simulated subjects to ``data/targets.csv`` (synthetic targets:
+  a check of the reweighting, which no other product uses);
 - the ``plot_*`` tasks write ``<bld>/figures/``.
 
 Once: ``prepare_data`` turns the vendored real data into ``<bld>/data/``. Across variants: the
 comparison figure, the tables (``<bld>/tables/``: LaTeX, Typst and Markdown), the validation
-of the solution method, the pension cut's welfare measure, the paper's numbers, the paper
+of the solution method, the benefit cut's welfare measure, the paper's numbers, the paper
 (``<bld>/paper/paper.pdf``, Typst) and the catalogue of every product (``<bld>/index.md``).
 ``<bld>`` is ``bld/``, or ``bld/smoke/`` with ``PROJECT_PROFILE=smoke``.
 
@@ -524,13 +529,11 @@ def task_robustness_welfare(
     specification_files: dict[str, Path] = WELFARE_SPECIFICATIONS,
     robustness_markers: dict[str, Path] = ROBUSTNESS_MARKERS,
     bundle_marker: Path = BUNDLE_MARKERS[DEFAULT_VARIANT],
-    calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
     sources: list[Path] = RUNS,
     produces: Path = RESULTS["robustness_welfare"],
 ) -> None:
-    """Measure the pension cut's λ at each robustness check's estimates and assumptions."""
+    """Measure the benefit cut's λ at each robustness check's estimates and assumptions."""
     from project.analysis.robustness_welfare import write_robustness_welfare
-    from project.calibration import load_calibration
     from project.estimation.products import load_estimation
     from project.pipeline import read_specification
 
@@ -539,7 +542,6 @@ def task_robustness_welfare(
         checks={name: load_estimation(m.parent) for name, m in robustness_markers.items()},
         specs=json.loads(specs_json),
         bundle_directory=bundle_marker.parent,
-        weights=load_calibration(calibration_marker.parent).weights,
         path=produces,
     )
 
@@ -590,33 +592,26 @@ def task_plot_variant_comparison(
 
 SUMMARY_TABLES = {
     "summary_statistics": _table_paths("summary_statistics"),
-    "retirement_age": _table_paths("retirement_age"),
+    "claiming_ages": _table_paths("claiming_ages"),
 }
 VALIDATION_PRODUCTS = {"result": RESULTS["validation"], **_table_paths("validation")}
 
 
-@task(kwargs={"settings_json": _hashed(CALIBRATION["settings"])})
 @runs_sources
 def task_summary_tables(
-    settings_json: str,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
-    calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
-    specification_files: dict[str, Path] = SPECIFICATIONS,
     sources: list[Path] = RUNS,
     produces: dict[str, dict[str, Path]] = SUMMARY_TABLES,
 ) -> None:
-    """Tabulate the living's outcomes and retirement ages by variant and type (weighted)."""
+    """Tabulate the living's outcomes and the claiming ages by variant."""
     from project.analysis.tables import write_summary_tables
-    from project.calibration import load_calibration
-    from project.pipeline import load_panel, read_specification
+    from project.pipeline import load_panel
     from project.provenance import product_provenance
 
     write_summary_tables(
         panels={v: load_panel(bundle_marker=m) for v, m in bundle_markers.items()},
-        weights={v: load_calibration(m.parent).weights for v, m in calibration_markers.items()},
-        specifications={v: read_specification(p) for v, p in specification_files.items()},
         paths=produces,
-        provenance=product_provenance(config=json.loads(settings_json)),
+        provenance=product_provenance(config=sorted(bundle_markers)),
     )
 
 
@@ -673,16 +668,11 @@ def task_welfare(
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     estimation_marker: Path = ESTIMATION_MARKER,
-    calibration_marker: Path = CALIBRATION_MARKERS[DEFAULT_VARIANT],
     sources: list[Path] = RUNS,
     produces: Path = RESULTS["welfare"],
 ) -> None:
-    """Measure the pension cut's welfare effect as a consumption equivalent, with its s.e.
-
-    The baseline's households are weighted by their calibrated weights, as in the tables.
-    """
+    """Measure the benefit cut's welfare effect as a consumption equivalent, with its s.e."""
     from project.analysis.welfare import write_welfare
-    from project.calibration import load_calibration
     from project.pipeline import read_specification
     from project.provenance import product_provenance
 
@@ -692,7 +682,6 @@ def task_welfare(
         solution_directories={v: m.parent for v, m in solution_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         estimation_directory=estimation_marker.parent,
-        weights=load_calibration(calibration_marker.parent).weights,
         path=produces,
         provenance=product_provenance(config=specifications),
     )
@@ -714,12 +703,14 @@ def task_welfare_table(
     kwargs={
         "female_share": _hashed(DATA.female_share),
         "robustness_json": _hashed(ROBUSTNESS_SPECS),
+        "distribution_json": _hashed(VARIANTS[STATUS_QUO].simulation.initial_distribution),
     }
 )
 @runs_sources
 def task_paper_numbers(
     female_share: str,
     robustness_json: str,
+    distribution_json: str,
     specification_files: dict[str, Path] = SPECIFICATIONS,
     solution_markers: dict[str, Path] = SOLUTION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
@@ -746,6 +737,7 @@ def task_paper_numbers(
         calibration_directories={v: m.parent for v, m in calibration_markers.items()},
         bundle_directories={v: m.parent for v, m in bundle_markers.items()},
         results=results,
+        initial_distribution=json.loads(distribution_json),
         female_share=json.loads(female_share),
         path=produces,
     )
@@ -778,8 +770,8 @@ CATALOGUE = {
     "figures/*": "A figure of the paper (PNG and PDF).",
     "tables/*": "A table of the paper (LaTeX, Typst and Markdown).",
     "results/validation.json": "The solution method's measured accuracy.",
-    "results/welfare.json": "The pension cut's consumption-equivalent welfare effect.",
-    "results/robustness_welfare.json": "The pension cut's λ under each robustness check.",
+    "results/welfare.json": "The benefit cut's consumption-equivalent welfare effect.",
+    "results/robustness_welfare.json": "The benefit cut's λ under each robustness check.",
     "paper/numbers.json": "Every number and result sentence of the paper.",
     "paper/paper.pdf": "The paper.",
 }

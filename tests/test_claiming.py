@@ -1,17 +1,21 @@
-"""A param calibrated to a claiming fact jointly with an estimate (``project.estimation.claiming``).
+"""A param calibrated to a claiming fact jointly with an estimate (``estimation.claiming``,
+``estimation.calibrated``, the choice count of ``estimation.choice_count``).
 
 Oracles: a step function with a known crossing; a fixed point with a known solution (the
-estimate and the share as closed forms of the param); the model from age 25, where nobody
-claims at 62 when working costs little and everybody when it costs much; bad inputs raise
-``EstimationError`` saying what to change.
+estimate and the share as closed forms of the param); linear moments and a linear share, whose
+implicit-function slopes and covariance are closed forms; the pipeline's model, where nobody
+claims at 62 when working costs little and everybody when it costs much, and where the compiled
+program's claim count equals the simulated table's; bad inputs raise ``EstimationError`` saying
+what to change.
 """
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from project.config import ExtendedSettings
+from project.config import SimulationSettings
 from project.estimation import EstimationError
 from project.estimation.claiming import (
     calibrate,
@@ -93,7 +97,7 @@ def small_model():
             model=model,
             n_subjects=200,
             seed=3,
-            distribution=ExtendedSettings().initial_distribution,
+            distribution=SimulationSettings().initial_distribution,
         )
         yield model, params, initial
     finally:
@@ -124,8 +128,8 @@ def test_a_claiming_age_nobody_works_at_is_refused(small_model, x64):
         claim_share(table, age=120)
 
 
-def saved_extended(*, share: float, rounds: list[float], value: float):
-    """Return an estimate of the model from age 25 as its product stores it (calibration only)."""
+def saved_calibrated(*, share: float, rounds: list[float], value: float):
+    """Return an estimate as its product stores a calibration (calibration only)."""
     import pandas as pd
 
     from project.estimation.products import SavedEstimation
@@ -138,10 +142,8 @@ def saved_extended(*, share: float, rounds: list[float], value: float):
             "fact": {"age": 62, "share": 0.36},
             "share": share,
             "rounds": [{"value": r} for r in rounds],
-            "settings": {
-                "n_savings": 150,
-                "initial_distribution": {"wealth": {"lognormal": [0.3, 0.4]}},
-            },
+            "claiming_ages": {"62": 0.4, "65": 0.5, "66": 0.1},
+            "settings": {"tolerance": 0.001},
         },
     }
     moments = pd.DataFrame(
@@ -155,21 +157,164 @@ def saved_extended(*, share: float, rounds: list[float], value: float):
 
 
 def test_the_caption_and_the_text_print_the_same_calibration():
-    from project.analysis.extended import calibration_notes, extended_numbers, extended_sentence
+    from project.analysis.model_numbers import (
+        calibration_notes,
+        calibration_numbers,
+        calibration_sentence,
+    )
     from project.estimation.products import SavedEstimation
 
-    saved = saved_extended(share=0.358, rounds=[0.6, 0.621], value=0.6203)
+    saved = saved_calibrated(share=0.358, rounds=[0.6, 0.621], value=0.6203)
     uncalibrated = SavedEstimation(estimates=saved.estimates, moments=saved.moments, summary={})
-    caption = calibration_notes({"baseline": uncalibrated, "from_25": saved})
-    own = extended_numbers(saved)
+    caption = calibration_notes({"robustness": uncalibrated, "baseline": saved})
+    own = calibration_numbers(saved)
     assert own["work_cost"] == "0.620" and own["share"] == "35.8 %"
-    assert own["round_costs"] == "0.600, 0.621, 0.620" and own["ages"] == "26\u201330 to 56\u201360"
-    assert own["simulation_share"] == "98.4 %"  # 4,554 / 4,626, the larger of the two
+    assert own["round_costs"] == "0.600, 0.621, 0.620"
+    assert own["claims_first"] == "40.0 %" and own["claims_early"] == "90.0 %"
     for figure in (own["work_cost"], own["share"], own["target_share"]):
-        assert figure in caption and figure in extended_sentence(saved)
-    assert "From age 25" in caption and "Baseline" not in caption
-    assert "2 rounds" in extended_sentence(saved)
+        assert figure in caption and figure in calibration_sentence(saved)
+    assert "Baseline" in caption and "Robustness" not in caption
+    assert "2 rounds" in calibration_sentence(saved)
     assert calibration_notes({"baseline": uncalibrated}) == ""
+    assert calibration_numbers(uncalibrated) == {} and calibration_sentence(uncalibrated) == ""
+
+
+def test_calibrate_widens_its_bracket_around_a_guess_until_it_holds_the_target():
+    calls = []
+
+    def share(x):
+        calls.append(x)
+        return steps(x)
+
+    found = calibrate(share_at=share, target=0.36, bounds=(0.0, 1.0), tolerance=1e-6, guess=0.2)
+    assert found == pytest.approx(0.36, abs=1e-5)
+    # brackets of 0.02, 0.08 and 0.32 around the guess: the third holds 0.36
+    assert calls[:6] == pytest.approx([0.18, 0.22, 0.12, 0.28, 0.0, 0.52])
+    near = []
+    calibrate(
+        share_at=lambda x: near.append(x) or steps(x),
+        target=0.36,
+        bounds=(0.0, 1.0),
+        tolerance=1e-6,
+        guess=0.355,
+    )
+    assert near[:2] == pytest.approx([0.335, 0.375])  # one bracket: no search of the bounds
+    with pytest.raises(EstimationError, match="lies outside"):
+        calibrate(share_at=steps, target=0.9, bounds=(0.1, 0.5), tolerance=1e-6, guess=0.3)
+
+
+def test_the_calibrated_slopes_are_the_implicit_function_theorem_s_on_a_linear_share():
+    """Moments m = A theta + b k, share s = c' theta + d k: dk/dtheta = -c / d and dm/dk = b."""
+    from types import SimpleNamespace
+
+    from project.estimation.calibrated import _following
+    from project.estimation.claiming import calibrated_covariance
+
+    a = np.array([[1.0, 0.2], [0.5, 1.0], [0.3, -0.4]])
+    b, c, d = np.array([0.5, -0.2, 0.3]), np.array([0.7, -1.5]), 2.5
+    names = ["crra", "beta"]
+
+    def theta(params):
+        return np.array([params[n] for n in names])
+
+    problem = SimpleNamespace(
+        param="work_cost",
+        moments=lambda p: a @ theta(p) + b * p["work_cost"],
+        share_at=lambda k, p: float(c @ theta(p) + d * k),
+        step=lambda value: 1e-3 * max(abs(value), 0.1),
+        settings={"relative_step": 1e-3},
+    )
+    @dataclasses.dataclass(frozen=True)
+    class Result:  # what _following reads of an MSMResult, and replaces
+        params: dict
+        param_names: tuple
+        moment_names: tuple
+        estimates: np.ndarray
+        jacobian: np.ndarray
+        weighting: np.ndarray
+        data_covariance: np.ndarray
+        n_data: np.ndarray
+        n_simulated: np.ndarray
+        covariance: np.ndarray | None = None
+        standard_errors: np.ndarray | None = None
+        ci_lower: np.ndarray | None = None
+        ci_upper: np.ndarray | None = None
+
+    result = Result(
+        params=dict(zip(names, [1.5, 0.95], strict=True)),
+        param_names=tuple(names),
+        moment_names=("m1", "m2", "m3"),
+        estimates=np.array([1.5, 0.95]),
+        jacobian=a,
+        weighting=np.diag([1.0, 2.0, 0.5]),
+        data_covariance=np.diag([0.1, 0.2, 0.3]),
+        n_data=np.full(3, 100.0),
+        n_simulated=np.full(3, 1000.0),
+    )
+    corrected, slopes = _following(problem, result=result, value=0.6)
+    gradient = np.array([slopes["cost_gradient"][n] for n in names])
+    np.testing.assert_allclose(gradient, -c / d, rtol=1e-8)
+    np.testing.assert_allclose(list(slopes["cost_slope"].values()), b, rtol=1e-8)
+    expected = calibrated_covariance(result=result, cost_slope=b, cost_gradient=-c / d)
+    np.testing.assert_allclose(corrected.covariance, expected, rtol=1e-7)
+    np.testing.assert_allclose(corrected.standard_errors, np.sqrt(np.diag(expected)), rtol=1e-7)
+
+
+def test_the_program_counts_the_claims_the_simulated_table_holds(small_model, x64):
+    from project.estimation.choice_count import ChoiceCount
+    from project.estimation.held import HeldMoments
+    from project.estimation.lifecycle import LifecycleMoments
+
+    model, params, initial = small_model
+    choice = ChoiceCount(regime="working", action="claim", label="claim", age=62)
+    common = {
+        "model": model,
+        "base_params": params | {"work_cost": 0.6},
+        "initial_conditions": initial,
+        "seed": 4,
+        "age_groups": [(40, 45), (55, 60)],
+        "estimated": ("crra", "beta", "work_cost"),
+        "choice": choice,
+    }
+    program = LifecycleMoments(**common, compiled=True)
+    table = LifecycleMoments(**common, compiled=False)
+    for cost in (0.55, 0.62):
+        point = {"crra": 1.2, "beta": 0.95, "work_cost": cost}
+        counted = program.choice_counts(point)
+        np.testing.assert_array_equal(counted, table.choice_counts(point))
+        by_table = claiming_table(
+            model=model, params=params | point, initial_conditions=initial, seed=4
+        )
+        assert counted[1] / counted[0] == claim_share(by_table, age=62)
+    held = HeldMoments(program, held={"work_cost": 0.62})
+    assert held.estimated == ("crra", "beta")
+    point = {"crra": 1.2, "beta": 0.95}
+    np.testing.assert_array_equal(held(point), program(point | {"work_cost": 0.62}))
+    np.testing.assert_array_equal(
+        held.choice_counts(point), program.choice_counts(point | {"work_cost": 0.62})
+    )
+    with pytest.raises(EstimationError, match="exactly the params"):
+        held({"crra": 1.2})
+    with pytest.raises(EstimationError, match="some, not all"):
+        HeldMoments(program, held={"crra": 1, "beta": 1, "work_cost": 1})
+
+
+@pytest.mark.parametrize(
+    ("fields", "match"),
+    [
+        ({"regime": "limbo"}, "names no regime"),
+        ({"action": "consumption"}, "must be a discrete action"),
+        ({"label": "maybe"}, "must be a discrete action"),
+        ({"age": 120}, "no age of the model"),
+    ],
+)
+def test_a_choice_count_the_model_cannot_make_is_refused(small_model, fields, match):
+    from project.estimation.choice_count import ChoiceCount
+
+    model, _, _ = small_model
+    base = {"regime": "working", "action": "claim", "label": "claim", "age": 62}
+    with pytest.raises(EstimationError, match=match):
+        ChoiceCount(**(base | fields)).period(model)
 
 
 def test_standard_errors_follow_the_calibrated_param_as_the_fixed_point_does():

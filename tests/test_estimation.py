@@ -696,3 +696,30 @@ def test_the_correlation_sentence_prints_the_summary_correlation_and_its_directi
     assert "correlated at 0.80:" in sentence
     assert "a higher \u03b3 with a higher \u03b2" in sentence
     assert "patience)" not in sentence
+
+
+def test_a_multistart_keeps_the_end_point_with_the_lowest_criterion_not_the_reported_one():
+    """optimagic keeps the local search whose last reported value is lowest; pounders may report
+    a value that is not the criterion at its end point, so the end points are compared anew."""
+    from types import SimpleNamespace
+
+    from project.estimation.msm import best_end_point
+
+    first = SimpleNamespace(params=np.array([1.0, 0.9]), success=True, message="first")
+    second = SimpleNamespace(params=np.array([1.2, 0.8]), success=False, message="second")
+    raw = SimpleNamespace(
+        params=first.params,  # the optimiser's pick (by its own stale value)
+        success=True,
+        message="picked",
+        multistart_info=SimpleNamespace(local_optima=[first, second]),
+    )
+    criterion = {1.0: 5.0, 1.2: 4.9}
+    params, converged, message = best_end_point(raw, criterion=lambda v: criterion[float(v[0])])
+    np.testing.assert_array_equal(params, second.params)
+    assert (converged, message) == (False, "second")
+    nan_second = {1.0: 5.0, 1.2: float("nan")}
+    params, _, _ = best_end_point(raw, criterion=lambda v: nan_second[float(v[0])])
+    np.testing.assert_array_equal(params, first.params)
+    single = SimpleNamespace(params=np.array([3.0]), success=True, message="ok", multistart_info=None)
+    params, converged, message = best_end_point(single, criterion=lambda v: 1 / 0)  # not called
+    assert params.tolist() == [3.0] and converged and message == "ok"

@@ -1,4 +1,8 @@
-"""Figures as research output: provenance, readable labels, the axes shown, retirement hazard."""
+"""Figures of lifecycle_normalised: provenance, readable labels with units, the data drawn.
+
+Panels are small synthetic ones with the simulated panel's columns (regimes working, retired,
+dead; the claim; income_unit); the policy figure draws a coarse solution of the model itself.
+"""
 
 from __future__ import annotations
 
@@ -19,50 +23,68 @@ from project.analysis import (
     plot_variant_comparison,
     retirement_hazard,
 )
-from project.analysis.policy_figures import policy_ages
-from project.analysis.profiles import at_risk_of_retiring, wealth_upper_bound
-from project.models import lifecycle_regimes
+from project.analysis.figures import MIN_CELL
+from project.analysis.policy_figures import broken_at_switches
+from project.analysis.profiles import at_risk_of_retiring
+from project.models import lifecycle_normalised
 
-TYPES = ["work_loving", "leisure_loving"]
-STATUS = ["working", "retired"]
 REGIMES = ["working", "retired", "dead"]
-TYPES_SHOWN = ["Work-loving", "Leisure-loving"]
+CLAIMS = ["working", "claim"]
 PROVENANCE = {"commit": "c0ffee1234", "dirty": "false", "seed": "7", "config_digest": "abc"}
 
 
 @pytest.fixture(scope="module")
-def regime_solution():
-    model = lifecycle_regimes.build_model(
-        n_wealth=10, n_consumption=10, n_periods=4, start_age=66, n_savings=30, taste_shocks=True
-    )
-    params = lifecycle_regimes.default_params() | {"taste_shock_scale": 0.01}
+def solution():
+    """A coarse solution of lifecycle_normalised at its default params (no taste shocks)."""
+    params = lifecycle_normalised.default_params()
+    params.pop("taste_shock_scale")
+    model = lifecycle_normalised.build_model(n_savings=30, taste_shocks=False)
     return solve(model=model, params=params, log_level="off")
 
 
-def regime_panel(*, n_subjects: int = 40, ages=range(66, 70), shift: float = 0.0):
-    """Return a panel like the regimes model's: a subject retires at 67 + id % 3, dies at 69 if
-    its id is divisible by 7; wealth grows with the id (the dead's rows hold nonsense)."""
-    rows = []
-    for subject in range(n_subjects):
-        retire_at = 67 + subject % 3
-        for age in ages:
-            dead = subject % 7 == 0 and age >= 69
-            regime = "dead" if dead else ("retired" if age > retire_at else "working")
-            rows.append(
+def normalised_panel(*, n_subjects: int = 60, shift: float = 0.0) -> pd.DataFrame:
+    """Return a panel like the simulated one of lifecycle_normalised, ages 25-99.
+
+    Subject s works and claims at 62 + s % 6 (retired from the next year), dies at 70 + s % 25
+    (dead from then on: its rows hold nonsense and NaN units); wealth rises with s and age,
+    the unit is 1 + (age - 25) / 50 working and 0.5 retired; ``shift`` raises wealth.
+    """
+    ages = np.arange(25, 100, dtype=float)
+    frames = []
+    for s in range(n_subjects):
+        claim_at, death = 62 + s % 6, 70 + s % 25
+        dead, retired = ages >= death, (ages > claim_at) & (ages < death)
+        working = ~dead & ~retired
+        wealth = np.where(dead, 1e6, 1.0 + 0.05 * s + 0.02 * (ages - 25) + shift)
+        consumption = np.where(dead, np.nan, 0.8 + 0.002 * s)
+        frames.append(
+            pd.DataFrame(
                 {
-                    "subject_id": subject,
-                    "age": float(age),
-                    "regime": regime,
-                    "pref_type": None if dead else TYPES[subject % 2],
-                    "wealth": 1e6 if dead else 0.5 + 0.1 * subject + shift,
-                    "consumption": np.nan if dead else 0.4 + 0.01 * subject,
-                    "retirement": (STATUS[int(age == retire_at)] if regime == "working" else None),
+                    "subject_id": s,
+                    "period": np.arange(ages.size),
+                    "age": ages,
+                    "regime": np.where(dead, "dead", np.where(retired, "retired", "working")),
+                    "value": -1.0,
+                    "wealth": wealth,
+                    "claim": np.where(
+                        working, np.where(ages == claim_at, "claim", "working"), None
+                    ),
+                    "consumption": consumption,
+                    "wealth_to_income": wealth - consumption,
+                    "income_unit": np.where(
+                        dead, np.nan, np.where(retired, 0.5, 1.0 + (ages - 25) / 50)
+                    ),
                 }
             )
-    frame = pd.DataFrame(rows)
-    for column, categories in (("regime", REGIMES), ("pref_type", TYPES), ("retirement", STATUS)):
-        frame[column] = pd.Categorical(frame[column], categories=categories)
+        )
+    frame = pd.concat(frames, ignore_index=True)
+    frame["regime"] = pd.Categorical(frame["regime"], categories=REGIMES)
+    frame["claim"] = pd.Categorical(frame["claim"], categories=CLAIMS)
     return frame
+
+
+def alive(panel: pd.DataFrame) -> pd.DataFrame:
+    return panel.loc[panel["regime"].astype(str) != "dead"]
 
 
 def capture(monkeypatch) -> list[Figure]:
@@ -78,22 +100,31 @@ def capture(monkeypatch) -> list[Figure]:
     return figures
 
 
+def legends(figure) -> list:
+    """Return the legends of ``figure``, its subfigures and its axes."""
+    found = [*figure.legends, *(a.get_legend() for a in figure.axes if a.get_legend())]
+    for subfigure in figure.subfigs:
+        found += legends(subfigure)
+    return found
+
+
+def legend_texts(figure) -> list[str]:
+    return [t.get_text() for legend in legends(figure) for t in legend.get_texts()]
+
+
 def texts(figure: Figure) -> list[str]:
     """Return every text a reader sees: suptitle, titles, axis labels, legend entries."""
     found = [figure._suptitle.get_text()] if figure._suptitle else []
     for axis in figure.axes:
         found += [axis.get_title(), axis.get_xlabel(), axis.get_ylabel()]
-    for legend in [*figure.legends, *(a.get_legend() for a in figure.axes if a.get_legend())]:
-        found += [t.get_text() for t in legend.get_texts()]
-    return [t for t in found if t]
+    return [t for t in [*found, *legend_texts(figure)] if t]
 
 
 def assert_readable(figure: Figure) -> None:
     for text in texts(figure):
         assert "_" not in text, text
-        assert "node" not in text, text
-        for code in ("pref type", "dcegm", "lagged"):
-            assert code not in text.lower(), text
+        for code in ("pref type", "dcegm", "income unit", "benefit cut"):
+            assert code not in text, text
 
 
 def paths_in(directory: Path) -> dict[str, Path]:
@@ -129,26 +160,23 @@ def test_save_figure_without_provenance_records_none(tmp_path):
     assert b"/Subject" not in pdf.read_bytes()
 
 
-@pytest.mark.parametrize(
-    "plot",
-    ["policy", "lifecycle", "retirement", "comparison"],
-)
+@pytest.mark.parametrize("plot", ["policy", "lifecycle", "retirement", "comparison"])
 def test_every_figure_records_provenance_deterministically_in_words(
-    tmp_path, monkeypatch, regime_solution, plot
+    tmp_path, monkeypatch, solution, plot
 ):
-    panel = regime_panel()
+    panel = normalised_panel()
     calls = {
         "policy": lambda p: plot_policy_functions(
-            solution=regime_solution, panel=panel, paths=p, provenance=PROVENANCE
+            solution=solution, panel=panel, variant="baseline", paths=p, provenance=PROVENANCE
         ),
         "lifecycle": lambda p: plot_lifecycle_profiles(
             panel=panel, variant="baseline", paths=p, provenance=PROVENANCE
         ),
         "retirement": lambda p: plot_retirement_policy(
-            panel=panel, variant="low_pension", paths=p, provenance=PROVENANCE
+            panel=panel, variant="benefit_cut", paths=p, provenance=PROVENANCE
         ),
         "comparison": lambda p: plot_variant_comparison(
-            panels={"baseline": panel, "low_pension": regime_panel(shift=0.2)},
+            panels={"baseline": panel, "benefit_cut": normalised_panel(shift=0.5)},
             paths=p,
             provenance=PROVENANCE,
         ),
@@ -165,164 +193,235 @@ def test_every_figure_records_provenance_deterministically_in_words(
     assert_readable(figures[0])
 
 
-def test_policy_figure_shows_where_the_living_are_without_the_last_period(
-    tmp_path, monkeypatch, regime_solution
+def test_lifecycle_figure_draws_levels_of_the_living(tmp_path, monkeypatch):
+    """Cash on hand and consumption are wealth and consumption times the unit, by age."""
+    figures = capture(monkeypatch)
+    panel = normalised_panel()
+    plot_lifecycle_profiles(panel=panel, variant="benefit_cut", paths=paths_in(tmp_path))
+    figure = figures[0]
+    living = alive(panel)
+    by_age = living.assign(
+        level=living["wealth"] * living["income_unit"],
+        spending=living["consumption"] * living["income_unit"],
+        retired=(living["regime"] == "retired").astype(float),
+    ).groupby("age")
+    expected = [
+        [by_age["level"].mean(), by_age["level"].median()],
+        [by_age["spending"].mean()],
+        [by_age["wealth_to_income"].median()],
+        [by_age["retired"].mean()],
+    ]
+    for axis, series in zip(figure.axes, expected, strict=True):
+        lines = axis.get_lines()
+        assert len(lines) == len(series)
+        for line, values in zip(lines, series, strict=True):
+            assert line.get_xdata().tolist() == values.index.tolist()
+            np.testing.assert_allclose(line.get_ydata(), values.to_numpy())
+    assert expected[0][0].loc[80.0] < 1e3  # the dead's wealth of 1e6 is left out
+    for axis in figure.axes[:3]:
+        assert axis.get_ylim()[0] == 0.0
+    assert "permanent income at 25" in figure.axes[0].get_ylabel().replace("\n", " ")
+    assert "permanent income at 25" in figure.axes[1].get_ylabel().replace("\n", " ")
+    assert legend_texts(figure) == ["Mean", "Median"]
+    assert figure._suptitle.get_text() == "Benefit cut: simulated life cycle, all households"
+
+
+def test_retirement_figure_draws_the_claim_shares_by_wealth_third(tmp_path, monkeypatch):
+    figures = capture(monkeypatch)
+    panel = normalised_panel(n_subjects=90)
+    plot_retirement_policy(panel=panel, paths=paths_in(tmp_path))
+    axis = figures[0].axes[0]
+    hazard = retirement_hazard(panel=panel, n_groups=3)
+    lines = axis.get_lines()
+    assert len(lines) == 4  # three wealth thirds and all deciders
+    for group, line in enumerate(lines[:3]):
+        cells = hazard.loc[(hazard["wealth_group"] == group) & (hazard["n"] >= MIN_CELL)]
+        assert line.get_xdata().tolist() == cells["age"].tolist()
+        np.testing.assert_allclose(line.get_ydata(), cells["share_claiming"].to_numpy())
+    # Subject s claims at 62 + s % 6: of the 90 - 15 k workers left at 62 + k, 15 claim.
+    shares = [15 / (90 - 15 * k) for k in range(6)]
+    assert lines[3].get_xdata().tolist() == [62.0, 63.0, 64.0, 65.0, 66.0, 67.0]
+    np.testing.assert_allclose(lines[3].get_ydata(), shares)
+    assert 67.0 not in lines[0].get_xdata()  # 15 deciders at 67: thirds of 5 are left out
+    assert axis.get_xlim() == (61.5, 70.5)
+    assert legend_texts(figures[0])[0] == "Lowest third of cash on hand"
+
+
+def test_variant_comparison_draws_a_line_per_variant_in_levels(tmp_path, monkeypatch):
+    figures = capture(monkeypatch)
+    panels = {"baseline": normalised_panel(), "benefit_cut": normalised_panel(shift=0.5)}
+    plot_variant_comparison(panels=panels, paths=paths_in(tmp_path))
+    figure = figures[0]
+    assert [a.get_title() for a in figure.axes] == [
+        "Share retired",
+        "Mean consumption",
+        "Mean cash on hand",
+    ]
+    assert legend_texts(figure) == ["Baseline", "Benefit cut"]
+    cut = alive(panels["benefit_cut"])
+    expected = (cut["wealth"] * cut["income_unit"]).groupby(cut["age"]).mean()
+    line = figure.axes[2].get_lines()[1]
+    assert line.get_xdata().tolist() == expected.index.tolist()
+    np.testing.assert_allclose(line.get_ydata(), expected.to_numpy())
+    for axis in figure.axes[1:]:
+        assert axis.get_ylim()[0] == 0.0
+        assert "permanent income at 25" in axis.get_ylabel().replace("\n", " ")
+    with pytest.raises(ValueError, match="at least one panel"):
+        plot_variant_comparison(panels={}, paths=paths_in(tmp_path))
+
+
+def assert_draws_the_solution(figure, *, solution, ages) -> int:
+    """Assert that each column draws V and consumption of its regime at the wealth it shows,
+    consumption broken at every switch of the claim; return the number of switches drawn."""
+    value_axes, consumption_axes = figure.axes[0::2], figure.axes[1::2]
+    switches = 0
+    for j, (regime, shown) in enumerate(ages.items()):
+        age_lines = [
+            line for line in consumption_axes[j].get_lines() if line.get_label().startswith("Age")
+        ]
+        assert [line.get_label() for line in age_lines] == [f"Age {a:g}" for a in shown]
+        for age, value_line, consumption_line in zip(
+            shown, value_axes[j].get_lines(), age_lines, strict=False
+        ):
+            period = int(age) - lifecycle_normalised.FIRST_AGE
+            states = {"wealth": np.asarray(value_line.get_xdata())}
+            expected = solution.value(period=period, regime=regime, states=states)
+            np.testing.assert_allclose(value_line.get_ydata(), expected)
+            policy = solution.policy(period=period, regime=regime, states=states)
+            drawn = np.asarray(consumption_line.get_ydata(), dtype=float)
+            np.testing.assert_allclose(drawn[np.isfinite(drawn)], policy["consumption"])
+            changes = int(np.sum(np.diff(policy["claim"]) != 0)) if "claim" in policy else 0
+            assert int(np.isnan(drawn).sum()) == changes  # not joined across a switch
+            switches += changes
+    return switches
+
+
+def test_policy_figure_draws_the_solution_where_each_regime_lives(tmp_path, monkeypatch, solution):
+    figures = capture(monkeypatch)
+    panel = normalised_panel()
+    ages = {"working": (30.0, 62.0, 69.0), "retired": (66.0, 75.0)}  # no worker is 69
+    plot_policy_functions(solution=solution, panel=panel, ages=ages, paths=paths_in(tmp_path))
+    figure = figures[0]
+    assert [a.get_title() for a in figure.axes[0::2]] == [
+        "Workers (units of permanent income P)",
+        "Retirees (units of pension B)",
+    ]
+    shown = {"working": (30.0, 62.0), "retired": (66.0, 75.0)}
+    assert_draws_the_solution(figure, solution=solution, ages=shown)
+    living = alive(panel)
+    for j, (regime, regime_ages) in enumerate(shown.items()):
+        rows = living.loc[(living["regime"] == regime) & living["age"].isin(regime_ages)]
+        low, high = rows["wealth"].quantile(0.01), rows["wealth"].quantile(0.99)
+        for axis in figure.axes[2 * j : 2 * j + 2]:
+            assert axis.get_xlim() == pytest.approx((low, high))
+        assert figure.axes[2 * j + 1].get_ylim()[0] == 0.0
+    assert "Cash on hand m = M / B" in figure.axes[3].get_xlabel()
+    assert "Consumption c = C / P" in figure.axes[1].get_ylabel()
+
+
+def test_policy_figure_without_panel_spans_the_grid_and_breaks_at_claims(
+    tmp_path, monkeypatch, solution
 ):
     figures = capture(monkeypatch)
-    panel = regime_panel()
+    ages = {"working": (45.0, 62.0, 69.0), "retired": (85.0,)}
     plot_policy_functions(
-        solution=regime_solution, panel=panel, paths=paths_in(tmp_path), variant="baseline"
+        solution=solution, ages=ages, paths=paths_in(tmp_path), variant="baseline"
     )
     figure = figures[0]
-    shown = [66.0, 67.0, 68.0]  # the model's ages 66-69 but the last; all have workers
-    legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert legend[:3] == [f"Age {a:g}" for a in shown]
-    assert not any("69" in entry for entry in legend)
-    bound = wealth_upper_bound(panel=panel, ages=shown, regime="working", quantile=0.99)
-    living_workers = panel.loc[(panel["regime"] == "working") & panel["age"].isin(shown)]
-    assert bound == pytest.approx(living_workers["wealth"].quantile(0.99))
-    grid = np.asarray(regime_solution.solution("working").model.states["wealth"].to_jax())
-    assert bound < grid.max()
-    value_axes, consumption_axes = figure.axes[:2], figure.axes[2:4]
-    for axis in [*value_axes, *consumption_axes]:
-        assert axis.get_xlim() == pytest.approx((grid.min(), bound))
-    for axis in consumption_axes:
-        low, high = axis.get_ylim()
-        assert low == 0.0
-        assert high < bound  # the consumption = wealth line does not set the axis
-    assert [a.get_title() for a in value_axes] == ["Work-loving", "Leisure-loving"]
-    suptitle = figure._suptitle.get_text()
-    assert suptitle.startswith("Baseline: policy functions by DC-EGM")
-    assert suptitle.endswith("working; median income")
+    grid = np.asarray(solution.solution("working").model.states["wealth"].to_jax())
+    assert figure.axes[0].get_xlim() == pytest.approx((grid.min(), grid.max()))
+    assert figure._suptitle.get_text() == "Baseline: policy functions by DC-EGM"
+    # at these params the poorest workers claim from 62: each of 62 and 69 switches once
+    assert assert_draws_the_solution(figure, solution=solution, ages=ages) == 2
+    assert legend_texts(figure) == [
+        "c = m",
+        "Claim choice switches",
+        "Age 45",
+        "Age 62",
+        "Age 69",
+        "Age 85",
+    ]
 
 
-def test_policy_figure_without_panel_spans_the_grid(tmp_path, monkeypatch, regime_solution):
-    figures = capture(monkeypatch)
-    plot_policy_functions(solution=regime_solution, paths=paths_in(tmp_path))
-    grid = np.asarray(regime_solution.solution("working").model.states["wealth"].to_jax())
-    assert figures[0].axes[0].get_xlim() == pytest.approx((grid.min(), grid.max()))
-    assert "69" not in " ".join(texts(figures[0]))
+def test_policy_figure_checks_its_input(tmp_path, solution):
+    with pytest.raises(ValueError, match="age 20 is not an age of the model"):
+        plot_policy_functions(
+            solution=solution, paths=paths_in(tmp_path), ages={"working": (20.0,)}
+        )
+    with pytest.raises(TypeError, match="RegimeSolution"):
+        plot_policy_functions(solution=solution.solution("working"), paths=paths_in(tmp_path))
 
 
-def test_policy_ages_leave_out_the_last_period_and_ages_without_workers():
-    ages = [50.0, 51.0, 52.0, 53.0, 54.0, 55.0]
-    assert policy_ages(ages=ages, n=3) == [50.0, 52.0, 54.0]
-    panel = regime_panel(ages=range(50, 56))
-    panel.loc[panel["age"] >= 53, "regime"] = "retired"
-    assert policy_ages(ages=ages, panel=panel, regime="working", n=4) == [50.0, 51.0, 52.0]
-    assert policy_ages(ages=ages, panel=panel, n=2) == [50.0, 54.0]
+def test_consumption_is_broken_where_the_choice_switches():
+    wealth = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    values = np.array([0.9, 1.0, 0.8, 0.9, 1.1])
+    x, y = broken_at_switches(wealth=wealth, values=values, choice=np.array([0, 0, 1, 1, 0]))
+    np.testing.assert_array_equal(x, [1.0, 2.0, np.nan, 3.0, 4.0, np.nan, 5.0])
+    np.testing.assert_array_equal(y, [0.9, 1.0, np.nan, 0.8, 0.9, np.nan, 1.1])
+    unchanged = broken_at_switches(wealth=wealth, values=values, choice=None)
+    assert unchanged[0] is wealth and unchanged[1] is values
 
 
-RETIREMENT_AT_60 = ["working", "working", "retired", "working", "retired", "retired", None, None]
+DECISIONS_AT_63 = ["working", "claim", "working", "claim", "claim", "working"]
+
+
+def claim_panel() -> pd.DataFrame:
+    """Six workers at 63 with cash on hand 1..6 (subjects 1, 4 and 3 claim), and rows that
+    are not deciding: a worker at 61, a retiree and a dead subject at 63."""
+    return pd.DataFrame(
+        {
+            "subject_id": [0, 1, 2, 3, 4, 5, 6, 7, 8],
+            "age": [63.0] * 6 + [61.0, 63.0, 63.0],
+            "regime": ["working"] * 7 + ["retired", "dead"],
+            "wealth": [3.0, 1.0, 2.0, 6.0, 5.0, 4.0, 9.0, 9.0, 9.0],
+            "consumption": [1.0] * 8 + [np.nan],
+            "claim": [*DECISIONS_AT_63, "working", None, None],
+        }
+    )
 
 
 def test_retirement_hazard_matches_hand_computation():
-    """Six workers of one type at 60: wealth 1..6, the three richest retire but subject 3."""
-    panel = pd.DataFrame(
-        {
-            "subject_id": [0, 1, 2, 3, 4, 5, 6, 7],
-            "age": [60.0] * 6 + [60.0, 61.0],
-            "regime": ["working"] * 6 + ["retired", "dead"],
-            "pref_type": ["a"] * 6 + ["a", None],
-            "wealth": [3.0, 1.0, 2.0, 6.0, 5.0, 4.0, 0.5, 9.0],
-            "consumption": [1.0] * 8,
-            "retirement": RETIREMENT_AT_60,
-        }
-    )
-    hazard = retirement_hazard(panel=panel, by=["pref_type"], n_groups=3)
-    # groups by wealth: {1, 2} -> subjects 1, 2; {3, 4} -> 0, 5; {5, 6} -> 4, 3
+    panel = claim_panel()
+    hazard = retirement_hazard(panel=panel, n_groups=3)
+    # thirds by wealth: {1, 2} -> subjects 1, 2; {3, 4} -> 0, 5; {5, 6} -> 4, 3
+    assert hazard["age"].tolist() == [63.0] * 3
     assert hazard["wealth_group"].tolist() == [0, 1, 2]
     assert hazard["n"].tolist() == [2, 2, 2]
-    assert hazard["share_retiring"].tolist() == [0.5, 0.5, 0.5]
+    assert hazard["share_claiming"].tolist() == [0.5, 0.0, 1.0]
     assert hazard["mean_wealth"].tolist() == [1.5, 3.5, 5.5]
-    halves = retirement_hazard(panel=panel, by=["pref_type"], n_groups=2)
-    assert halves["share_retiring"].tolist() == pytest.approx([1 / 3, 2 / 3])
-    pooled = retirement_hazard(panel=panel, by=[], n_groups=1)
-    assert pooled[["age", "n", "share_retiring"]].values.tolist() == [[60.0, 6, 0.5]]
-
-
-def test_retirement_hazard_of_a_panel_with_regimes_by_type():
-    panel = regime_panel()
-    hazard = retirement_hazard(panel=panel, by=["pref_type"], n_groups=1)
-    for (pref_type, age), cell in hazard.groupby(["pref_type", "age"], observed=True):
-        at_risk = panel.loc[
-            (panel["regime"] == "working")
-            & (panel["pref_type"] == pref_type)
-            & (panel["age"] == age)
-        ]
-        assert cell["n"].item() == len(at_risk)
-        assert cell["share_retiring"].item() == pytest.approx(
-            (at_risk["retirement"] == "retired").mean()
-        )
-
-
-def test_at_risk_of_retiring_without_regimes():
-    """Without regimes: lagged status "working", else up to the first choice to retire."""
-    panel = pd.DataFrame(
-        {
-            "subject_id": [0, 0, 0, 1, 1, 1],
-            "age": [52.0, 50.0, 51.0, 50.0, 51.0, 52.0],
-            "retirement": ["retired", "working", "retired", "retired", "retired", "retired"],
-        }
-    )
-    assert at_risk_of_retiring(panel).tolist() == [False, True, True, True, False, False]
-    lagged = panel.assign(lagged_retirement=["retired", "working", "working"] + ["retired"] * 3)
-    assert at_risk_of_retiring(lagged).tolist() == [False, True, True, False, False, False]
-
-
-def test_retirement_hazard_rejects_no_groups():
+    halves = retirement_hazard(panel=panel, n_groups=2)
+    assert halves["share_claiming"].tolist() == pytest.approx([1 / 3, 2 / 3])
+    ratio = retirement_hazard(panel=panel.assign(ratio=-panel["wealth"]), wealth_column="ratio")
+    assert ratio["share_claiming"].tolist() == [1.0, 0.0, 0.5]  # the order turned round
     with pytest.raises(ValueError, match="n_groups"):
-        retirement_hazard(panel=regime_panel(), n_groups=0)
+        retirement_hazard(panel=panel, n_groups=0)
 
 
-def test_variant_comparison_shows_each_type_of_the_living(tmp_path, monkeypatch):
-    figures = capture(monkeypatch)
-    panels = {"baseline": regime_panel(), "low_pension": regime_panel(shift=0.2)}
-    plot_variant_comparison(panels=panels, paths=paths_in(tmp_path))
-    figure = figures[0]
-    assert len(figure.axes) == 6  # 3 outcomes x 2 types
-    assert [a.get_title() for a in figure.axes[:2]] == ["Work-loving", "Leisure-loving"]
-    legend = [t.get_text() for t in figure.legends[0].get_texts()]
-    assert legend == ["Baseline", "Low pension"]
-    wealth_leisure = figure.axes[5].get_lines()[1]  # mean wealth, leisure-loving, low pension
-    living = panels["low_pension"].loc[
-        (panels["low_pension"]["regime"] != "dead")
-        & (panels["low_pension"]["pref_type"] == "leisure_loving")
-    ]
-    expected = living.groupby("age")["wealth"].mean()
-    assert wealth_leisure.get_xdata().tolist() == expected.index.tolist()
-    assert wealth_leisure.get_ydata() == pytest.approx(expected.to_numpy())
-    for axis in figure.axes[2:]:
-        assert axis.get_ylim()[0] == 0.0
-
-
-def test_lifecycle_figure_levels_start_at_zero(tmp_path, monkeypatch):
-    figures = capture(monkeypatch)
-    plot_lifecycle_profiles(panel=regime_panel(), paths=paths_in(tmp_path))
-    figure = figures[0]
-    for axis in figure.axes[:3]:  # mean and median wealth, mean consumption
-        assert axis.get_ylim()[0] == 0.0
-    assert [t.get_text() for t in figure.legends[0].get_texts()] == TYPES_SHOWN
-    assert figure._suptitle.get_text() == "Simulated life cycle"
+def test_the_deciders_are_the_workers_from_62_with_a_claim():
+    panel = claim_panel()
+    assert at_risk_of_retiring(panel).tolist() == [True] * 6 + [False] * 3
+    coded = panel.assign(
+        claim=pd.Categorical(panel["claim"], categories=CLAIMS).codes.astype(np.int32)
+    )
+    assert at_risk_of_retiring(coded).tolist() == [True] * 6 + [False] * 3
+    pd.testing.assert_frame_equal(
+        retirement_hazard(panel=coded), retirement_hazard(panel=panel), check_dtype=False
+    )
+    with pytest.raises(KeyError, match="claim"):
+        at_risk_of_retiring(panel.drop(columns="claim"))
 
 
 def test_printed_names():
     assert style.variant_label("baseline") == "Baseline"
-    assert style.variant_label("low_pension") == "Low pension"
-    assert style.variant_label("baseline_grid") == "Baseline (grid search)"
+    assert style.variant_label("benefit_cut") == "Benefit cut"
     assert style.variant_label("high_wage") == "High wage"
-    assert style.display_name("low_pension") == "low pension"
-    assert style.type_label("leisure_loving") == "Leisure-loving"
+    assert style.display_name("benefit_cut") == "benefit cut"
     nodes = [f"node_{k}" for k in range(5)]
-    assert [style.income_label(n, labels=nodes) for n in nodes] == [
-        "lowest income",
-        "low income",
-        "median income",
-        "high income",
-        "highest income",
-    ]
-    seven = [f"node_{k}" for k in range(7)]
-    assert style.income_label("node_3", labels=seven) == "median income"
-    assert style.income_label("node_6", labels=seven) == "highest income"
-    assert style.state_label("lagged_retirement", "working") == "working"
+    assert style.income_label("node_2", labels=nodes) == "median income"
+    assert style.state_label("claim", "claim") == "claim"
     assert style.method_name("dcegm") == "DC-EGM"
+    assert style.normalised_label("Cash on hand", symbol="m", regime="retired") == (
+        "Cash on hand m = M / B"
+    )
+    assert style.regime_unit_title("working") == "Workers (units of permanent income P)"
+    assert style.value_label(regime="working") == "Value $V / P^{1 - \\rho}$"

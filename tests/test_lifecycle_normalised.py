@@ -73,3 +73,86 @@ def test_a_profile_of_the_wrong_length_is_refused():
     }
     with pytest.raises(ParamsError, match=r"one entry per age 25\.\.99"):
         model_module.model_params(**short)
+
+
+@pytest.fixture(scope="module")
+def panel(solved):
+    """A small simulated panel of the solved model with its income units, and its seed."""
+    import jax
+
+    from project.config import SimulationSettings
+    from project.simulation import draw_initial_conditions, simulate
+
+    params, solution = solved
+    jax.config.update("jax_enable_x64", True)
+    try:
+        model = solution.model
+        initial = draw_initial_conditions(
+            model=model,
+            n_subjects=150,
+            seed=1,
+            distribution=SimulationSettings().initial_distribution,
+        )
+        frame = simulate(
+            params=params, initial_conditions=initial, solution=solution, seed=7
+        ).to_dataframe()
+        units = {
+            seed: model_module.income_units(panel=frame, model=model, params=params, seed=seed)
+            for seed in (7, 8)
+        }
+        yield params, frame, units
+    finally:
+        jax.config.update("jax_enable_x64", False)
+
+
+def _transitory_gap(params, frame, units):
+    """Return how far each worker's implied transitory income lies from the nearest node.
+
+    With the right units, m' = R (m - c) u / u' + theta' exactly: theta' is a node of the
+    period's transitory income (or zero, unemployed).
+    """
+    following = frame.groupby("subject_id").shift(-1)
+    next_units = np.roll(units, -1)
+    rows = (
+        (frame["regime"] == "working")
+        & (frame["claim"] == "working")
+        & (following["regime"] == "working")
+    ).to_numpy()
+    rate = params["interest_factor"]
+    saved = (frame["wealth"] - frame["consumption"]).to_numpy()
+    theta = following["wealth"].to_numpy() - rate * saved * units / next_units
+    period = frame["period"].to_numpy()[rows]
+    risk = np.asarray(params["unemployment_risk"])[period]
+    nodes = np.asarray(params["transitory_nodes"])[period] / (1 - risk)[:, None]
+    nodes = np.concatenate([nodes, np.zeros((rows.sum(), 1))], axis=1)
+    return np.min(np.abs(nodes - theta[rows][:, None]), axis=1)
+
+
+def test_income_units_are_the_normaliser_the_simulation_drew(panel):
+    """The units redrawn after the simulation turn its normalised laws of motion into levels:
+    a worker's implied transitory income is a node to rounding, a claimant's move to the
+    pension is exact, a retiree's unit never moves; other draws (seed) break the first."""
+    params, frame, units = panel
+    ours, other = units[7], units[8]
+    assert _transitory_gap(params, frame, ours).max() < 1e-10
+    assert np.median(_transitory_gap(params, frame, other)) > 1e-3
+    following = frame.groupby("subject_id").shift(-1)
+    next_units = np.roll(ours, -1)
+    claims = ((frame["claim"] == "claim") & (following["regime"] == "retired")).to_numpy()
+    rate = params["interest_factor"]
+    saved = (frame["wealth"] - frame["consumption"]).to_numpy()
+    levels = following["wealth"].to_numpy() * next_units
+    np.testing.assert_allclose(
+        levels[claims], (rate * saved * ours + next_units)[claims], rtol=1e-12
+    )
+    retired = ((frame["regime"] == "retired") & (following["regime"] == "retired")).to_numpy()
+    np.testing.assert_array_equal(next_units[retired], ours[retired])
+    assert np.all(ours[frame["period"].to_numpy() == 0] == 1.0)
+    assert np.isnan(ours[(frame["regime"] == "dead").to_numpy()]).all()
+
+
+def test_income_units_need_the_panel_in_its_own_order(panel):
+    params, frame, _ = panel
+    shuffled = frame.sample(frac=1.0, random_state=0)
+    with pytest.raises(ParamsError, match="sorted by subject_id, then period"):
+        model_module.income_units(panel=shuffled, model=None, params=params, seed=7)

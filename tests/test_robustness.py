@@ -1,10 +1,11 @@
 # ruff: noqa: RUF001 (the paper's Greek letters)
 """The robustness checks of the estimates: their inputs, their table and the paper's sentence.
 
-Oracles: a check changes exactly its params and nothing estimated; its search starts at the
-status quo's estimates, moved inside a bound by the trust radius; the second earnings process
-keeps the baseline's stationary variance of log income; every figure of the sentence is a cell
-of the table as printed; an estimate outside the baseline's interval is named, one inside is not.
+Oracles: a check changes exactly its params, profiles or sizes and nothing estimated or
+calibrated; its search starts at the status quo's estimates, moved inside a bound by the trust
+radius, and its calibration at the status quo's value; the second earnings process changes
+the income params only; every figure of the sentence is a cell of the table as printed; an
+estimate outside the baseline's interval is named, one inside is not.
 """
 
 from __future__ import annotations
@@ -27,14 +28,21 @@ from project.analysis.robustness import (
     table_formats,
     write_robustness_table,
 )
-from project.analysis.robustness_welfare import check_params
 from project.analysis.table_output import format_cells
-from project.config import ESTIMATION, ROBUSTNESS, EstimationSettings
+from project.config import ESTIMATION, ROBUSTNESS, VARIANTS, EstimationSettings
+from project.errors import ConfigurationError
 from project.estimation.products import SavedEstimation
 from project.estimation.robustness import robustness_settings, robustness_specification
-from project.models.lifecycle import DEFAULT_PARAMS
+from project.models import lifecycle_normalised
+from project.pipeline import variant_specification
 
-SPECIFICATION = {"name": "baseline", "model": "m", "params": {"crra": 2.0, "beta": 0.96, "r": 0.03}}
+PROTECTED = ["crra", "beta", "work_cost"]
+
+
+@pytest.fixture(scope="module")
+def specification():
+    """The status quo's specification before estimation (the checks' base)."""
+    return variant_specification(VARIANTS["baseline"])
 
 
 MOMENTS = tuple(f"log_wealth_income_{a}_{a + 4}" for a in (51, 56, 61, 66, 71))
@@ -79,12 +87,62 @@ CHECKS = {
 }
 
 
-def test_a_check_changes_its_params_and_name_and_nothing_else():
-    check = {"name": "income", "params": {"r": 0.02}}
-    out = robustness_specification(check=check, specification=SPECIFICATION, estimated=["crra"])
-    assert out["params"] == {"crra": 2.0, "beta": 0.96, "r": 0.02}
-    assert out["name"] == "robustness_income" and out["model"] == "m"
-    assert SPECIFICATION["params"]["r"] == 0.03  # the status quo's specification is untouched
+def test_a_check_changes_its_params_and_name_and_nothing_else(specification):
+    check = {"name": "bequest", "params": {"bequest_weight": 0.0}}
+    out = robustness_specification(check=check, specification=specification, protected=PROTECTED)
+    assert out["params"] == specification["params"] | {"bequest_weight": 0.0}
+    assert out["name"] == "robustness_bequest" and out["sizes"] == specification["sizes"]
+    assert specification["params"]["bequest_weight"] == 1.0  # the status quo's is untouched
+
+
+def test_another_earnings_process_changes_the_income_params_only(specification):
+    check = {"name": "income", "profiles": "hark2019"}
+    out = robustness_specification(check=check, specification=specification, protected=PROTECTED)
+    changed = {k for k, v in out["params"].items() if v != specification["params"][k]}
+    assert {"income_growth", "permanent_nodes", "transitory_nodes"} <= changed
+    assert changed <= set(lifecycle_normalised.INCOME_PARAMS)
+    hark = lifecycle_normalised.default_params(calibration="hark2019")
+    assert out["params"]["income_growth"] == hark["income_growth"]
+
+
+def test_a_check_that_changes_the_sizes_sets_the_params_the_new_model_needs(specification):
+    check = {
+        "name": "shocks",
+        "sizes": {"taste_shocks": True},
+        "params": {"taste_shock_scale": 0.01},
+    }
+    out = robustness_specification(check=check, specification=specification, protected=PROTECTED)
+    assert out["sizes"]["taste_shocks"] is True and out["params"]["taste_shock_scale"] == 0.01
+    without = {"name": "shocks", "sizes": {"taste_shocks": True}}
+    with pytest.raises(ConfigurationError, match=r"needs the params \['taste_shock_scale'\]"):
+        robustness_specification(check=without, specification=specification, protected=[])
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"work_cost": 0.5}, r"sets the params \['work_cost'\], which the estimation"),
+        ({"beta": 0.9}, r"sets the params \['beta'\]"),
+        ({"pensoin": 0.5}, r"unknown params \['pensoin'\]"),
+        ({"income_growth": 1.0}, r"param 'income_growth' has shape \(75,\)"),
+    ],
+)
+def test_a_check_that_sets_a_preference_or_a_bad_param_is_refused(specification, params, match):
+    check = {"name": "bad", "params": params}
+    with pytest.raises(ConfigurationError, match=match):
+        robustness_specification(check=check, specification=specification, protected=PROTECTED)
+
+
+def test_a_check_calibrates_the_cost_again_from_the_status_quo_s_value():
+    settings = robustness_settings(
+        check={"name": "c"},
+        settings=asdict(ESTIMATION),
+        estimates={"crra": 1.2, "beta": 0.95},
+        calibrated={"work_cost": 0.62},
+    )
+    assert settings["calibration"]["start"] == 0.62
+    assert settings["calibration"]["share"] == ESTIMATION.calibration.share
+    assert ESTIMATION.calibration.start != 0.62  # the status quo's settings are untouched
 
 
 def test_a_check_searches_once_from_the_estimates_with_its_age_groups():
@@ -93,6 +151,7 @@ def test_a_check_searches_once_from_the_estimates_with_its_age_groups():
         check=check, settings=asdict(ESTIMATION), estimates={"crra": 2.5, "beta": 0.97}
     )
     assert settings["start"] == {"crra": 2.5, "beta": 0.97}
+    assert settings["calibration"] == asdict(ESTIMATION)["calibration"]  # no value: as given
     assert settings["n_starts"] == 1 and settings["profiles"] is False
     assert settings["age_groups"] == [[50, 55], [55, 60]]
     assert ESTIMATION.n_starts > 1  # the status quo's settings are untouched
@@ -103,26 +162,16 @@ def test_a_start_at_a_bound_moves_inside_by_the_trust_radius():
     radius = settings["algo_options"]["trustregion_initial_radius"]
     lower, upper = settings["bounds"]["beta"]
     out = robustness_settings(
-        check={"name": "c"}, settings=settings, estimates={"crra": 0.3, "beta": upper}
+        check={"name": "c"}, settings=settings, estimates={"crra": 1.0, "beta": upper}
     )
     assert out["start"]["beta"] == pytest.approx(upper - radius)
     assert out["start"]["crra"] == pytest.approx(settings["bounds"]["crra"][0] + radius)
     assert lower < out["start"]["beta"] < upper
 
 
-def test_the_second_earnings_process_keeps_the_stationary_variance():
-    (check,) = [c for c in ROBUSTNESS if "income_rho" in c.params] or [None]
-    if check is None:
-        pytest.skip("this profile runs no earnings-process check")
-    rho, sigma = check.params["income_rho"], check.params["income_sigma"]
-    base = DEFAULT_PARAMS["income_sigma"] ** 2 / (1 - DEFAULT_PARAMS["income_rho"] ** 2)
-    assert rho != DEFAULT_PARAMS["income_rho"]
-    assert sigma**2 / (1 - rho**2) == pytest.approx(base, rel=1e-12)
-
-
-def test_no_check_changes_an_estimated_preference():
+def test_no_check_changes_an_estimated_or_calibrated_preference():
     for check in ROBUSTNESS:
-        assert not set(check.params) & set(ESTIMATION.estimated), check.name
+        assert not set(check.params) & {*ESTIMATION.estimated, "work_cost"}, check.name
 
 
 def _printed_cells(baseline, checks):
@@ -222,19 +271,10 @@ def test_lambda_under_each_check_is_a_column_and_a_sentence():
         baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=welfare
     )
     assert (
-        "the pension cut's λ lies between −4.88 % (ages 51-70 only) and −4.58 % (income "
+        "the benefit cut's λ lies between −4.88 % (ages 51-70 only) and −4.58 % (income "
         "persistence 0.95), against −4.65 % in the baseline, whose 95 % interval over the "
         "estimates' uncertainty is [−4.89 %, −4.41 %]."
     ) in sentence
-
-
-def test_a_checks_welfare_solves_at_its_estimates_and_assumptions():
-    params = {"crra": 2.0, "beta": 0.96, "pension": 0.3, "income_rho": 0.9}
-    out = check_params(params=params, check=SPECS["income"], estimates={"crra": 0.9, "beta": 0.97})
-    assert out == {"crra": 0.9, "beta": 0.97, "pension": 0.3, "income_rho": 0.95}
-    assert params["income_rho"] == 0.9  # the variant's params are untouched
-    ages = check_params(params=params, check=SPECS["ages"], estimates={"crra": 0.7})
-    assert ages == params | {"crra": 0.7}
 
 
 def test_without_an_interval_the_lambda_sentence_gives_none():

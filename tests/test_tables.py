@@ -14,57 +14,51 @@ from project.analysis.notation import parameter_label, variant_name
 from project.analysis.panel_statistics import weighted_median
 from project.analysis.table_output import Symbol, to_typst, typst_escape, write_table
 from project.analysis.tables import (
+    claiming_table,
     parameter_table,
-    retirement_age_table,
     summary_statistics,
     write_parameter_table,
     write_summary_tables,
 )
 
 REGIMES = ["working", "retired", "dead"]
-RETIREMENT = ["working", "retired"]
-PREF_TYPES = ["work_loving", "leisure_loving"]
-NODES = ["node_0", "node_1", "node_2"]
-WEIGHTS = pd.DataFrame({"subject_id": [0, 1, 2], "weight": [1.0, 3.0, 2.0]})
-PARAMS = {
-    "beta": 0.96,
-    "crra": 2.0,
-    "disutility_of_work": [0.15, 0.6],
-    "income_rho": 0.5,
-    "income_sigma": 0.2,
-    "mandatory_retirement_age": 70.0,
-    "pension": 0.4,
-    "r": 0.03,
-    "survival_probabilities": [0.99, 0.98, 0.97, 0.96],
-    "taste_shock_scale": 0.01,
-    "wage": 1.0,
-}
-SIZES = {"n_wealth": 12, "n_consumption": 12, "n_periods": 4, "start_age": 60}
-SPECIFICATIONS = {
-    "baseline": {"params": PARAMS, "sizes": SIZES | {"n_savings": 30, "survival": "life_table"}},
-    "low_pension": {"params": PARAMS | {"pension": 0.3}, "sizes": SIZES | {"n_savings": 30}},
-    "baseline_grid": {"params": PARAMS, "sizes": SIZES | {"survival": "life_table"}},
-}
-METHODS = {"baseline": "dcegm", "low_pension": "dcegm", "baseline_grid": "grid"}
+CLAIM = ["working", "claim"]
+METHODS = {"baseline": "dcegm", "benefit_cut": "dcegm"}
+
+
+@pytest.fixture(scope="module")
+def specifications():
+    """The variants' specifications at made-up estimates and a calibrated cost of working."""
+    from project.config import VARIANTS
+    from project.pipeline import variant_specification
+
+    return {
+        name: variant_specification(
+            VARIANTS[name], estimates={"crra": 1.2, "beta": 0.95}, calibrated={"work_cost": 0.6}
+        )
+        for name in ("baseline", "benefit_cut")
+    }
 
 
 def tiny_panel() -> pd.DataFrame:
-    """Three subjects at ages 60-63, weights 1, 3, 2.
+    """Three households at ages 60-64 of the pipeline's model.
 
-    Subject 0 (work loving) works at 60-61 (consumption 2, income node 2) and retires at 62
-    (consumption 1, then the retired regime). Subject 1 (leisure loving) works at 60-61
-    (node 0) and is dead from 62. Subject 2 (leisure loving) is retired throughout.
+    Household 0 works at 60-62, claims at 62 and is retired at 63-64 (unit 0.8, its pension);
+    household 1 works at 60-61 and is dead from 62; household 2 works throughout, never
+    claiming. Wealth and consumption are in the row's unit (``income_unit``).
     """
     rows = []
-    for age in range(60, 64):
+    for age in range(60, 65):
+        retired = age >= 63
         rows.append(
             {
                 "subject_id": 0,
-                "regime": "working" if age < 63 else "retired",
-                "retirement": "working" if age < 62 else ("retired" if age == 62 else None),
-                "income": "node_2" if age < 63 else None,
-                "wealth": float(age - 59),
-                "consumption": 2.0 if age < 62 else 1.0,
+                "regime": "retired" if retired else "working",
+                "claim": None if retired else ("claim" if age == 62 else "working"),
+                "wealth": float(age - 57),
+                "consumption": 1.0 if retired else 2.0,
+                "wealth_to_income": float(age - 58),
+                "income_unit": 0.8 if retired else 1.0 + (age - 60) / 10,
             }
         )
         dead = age >= 62
@@ -72,79 +66,61 @@ def tiny_panel() -> pd.DataFrame:
             {
                 "subject_id": 1,
                 "regime": "dead" if dead else "working",
-                "retirement": None if dead else "working",
-                "income": None if dead else "node_0",
-                "wealth": 1e6 if dead else 10.0,
+                "claim": None if dead else "working",
+                "wealth": np.nan if dead else 10.0,
                 "consumption": np.nan if dead else 3.0,
+                "wealth_to_income": np.nan if dead else 9.0,
+                "income_unit": np.nan if dead else 2.0,
             }
         )
         rows.append(
             {
                 "subject_id": 2,
-                "regime": "retired",
-                "retirement": None,
-                "income": None,
+                "regime": "working",
+                "claim": "working",
                 "wealth": 20.0,
                 "consumption": 4.0,
+                "wealth_to_income": 16.0,
+                "income_unit": 0.5,
             }
         )
     frame = pd.DataFrame(rows).assign(age=lambda f: 60.0 + f.index // 3)
     frame["regime"] = pd.Categorical(frame["regime"], categories=REGIMES)
-    frame["retirement"] = pd.Categorical(frame["retirement"], categories=RETIREMENT)
-    frame["income"] = pd.Categorical(frame["income"], categories=NODES)
-    frame["pref_type"] = pd.Categorical.from_codes(
-        (frame["subject_id"] > 0).astype(int), categories=PREF_TYPES
-    )
-    return frame
-
-
-def test_retirement_age_table_matches_hand_computation():
-    table = retirement_age_table(panels={"baseline": tiny_panel()}, weights={"baseline": WEIGHTS})
-    assert table["Variant"].tolist() == ["Baseline"] * 3
-    assert table["Type"].tolist() == ["Work-loving", "Leisure-loving", "All"]
-    share = table["Share who retire"].tolist()
-    age = table["Retirement age"].tolist()
-    # Work loving: subject 0 retires at 62. Leisure loving: subject 1 (weight 3) never,
-    # subject 2 (weight 2) is retired from 60. All: weights 1 and 2 of 6 retire.
-    assert share == pytest.approx([1.0, 2 / 5, 3 / 6])
-    assert age == pytest.approx([62.0, 60.0, (62 + 2 * 60) / 3])
-    unweighted = retirement_age_table(panels={"baseline": tiny_panel()})
-    assert unweighted["Share who retire"].tolist() == pytest.approx([1.0, 0.5, 2 / 3])
-    assert unweighted["Retirement age"].iloc[2] == pytest.approx(61.0)
+    frame["claim"] = pd.Categorical(frame["claim"], categories=CLAIM)
+    return frame.sort_values(["subject_id", "age"]).reset_index(drop=True)
 
 
 def test_summary_statistics_match_hand_computation():
-    table = summary_statistics(
-        panels={"baseline": tiny_panel()},
-        weights={"baseline": WEIGHTS},
-        specifications=SPECIFICATIONS,
-    ).set_index("Statistic")["Baseline"]
-    # Living rows: subject 0 at 60-63 (weight 1), subject 1 at 60-61 (3), subject 2 (2).
-    wealth = np.array([1, 2, 3, 4, 10, 10, 20, 20, 20, 20], dtype=float)
-    weight = np.array([1, 1, 1, 1, 3, 3, 2, 2, 2, 2], dtype=float)
-    consumption = np.array([2, 2, 1, 1, 3, 3, 4, 4, 4, 4], dtype=float)
-    retired = np.array([0, 0, 1, 1, 0, 0, 1, 1, 1, 1], dtype=float)
-    psi = np.sqrt(2.0) * 0.2 / np.sqrt(1 - 0.5**2)
-    income = np.array([np.exp(psi)] * 2 + [0.4] * 2 + [np.exp(-psi)] * 2 + [0.4] * 4)
-    assert table["Mean wealth"] == pytest.approx(wealth @ weight / weight.sum())
-    assert table["Median wealth"] == pytest.approx(10.0)  # weights 4 below, 6 at 10, 8 above
-    assert table["Mean consumption"] == pytest.approx(consumption @ weight / weight.sum())
-    assert table["Share of years retired"] == pytest.approx(retired @ weight / weight.sum())
-    assert table["Wealth-to-income ratio"] == pytest.approx(
-        (wealth @ weight) / (income @ weight), rel=1e-6
-    )
-    assert table["Share who retire"] == pytest.approx(0.5)
-    assert table["Mean retirement age"] == pytest.approx((62 + 2 * 60) / 3)
-    assert table["Consumption change at retirement"] == pytest.approx(np.log(0.5))
-    assert table["Households simulated"] == 3
+    table = summary_statistics(panels={"baseline": tiny_panel()}).set_index("Statistic")
+    column = table["Baseline"]
+    # levels: wealth * unit; household 0 at 61: 4 * 1.1, household 1: 10 * 2, household 2: 20 * 0.5
+    assert column["Mean wealth at 61"] == pytest.approx((4 * 1.1 + 20 + 10) / 3)
+    assert column["Median wealth-to-income ratio at 60"] == pytest.approx(9.0)  # 2, 9, 16
+    consumption = [2.0, 2.2, 2.4, 0.8, 0.8, 6.0, 6.0, *[2.0] * 5]
+    assert column["Mean consumption, ages 25\u201399"] == pytest.approx(np.mean(consumption))
+    assert column["Share of workers claiming at 62"] == pytest.approx(0.5)  # households 0 and 2
+    assert column["Mean claiming age"] == pytest.approx(62.0)
+    assert column["Share of years retired"] == pytest.approx(2 / 12)  # of the 12 living rows
+    # from the claiming year (2 * 1.2) to the first retired year (1 * 0.8), in levels
+    assert column["Consumption change at retirement"] == pytest.approx(np.log(0.8 / 2.4))
+    assert column["Households simulated"] == 3
 
 
-def test_summary_statistics_leave_the_ratio_out_without_income_and_keep_variant_order():
-    panels = {"low_pension": tiny_panel(), "baseline": tiny_panel()}
+def test_summary_statistics_keep_variant_order_and_refuse_a_panel_without_units():
+    panels = {"benefit_cut": tiny_panel(), "baseline": tiny_panel()}
     table = summary_statistics(panels=panels)
-    assert list(table.columns) == ["Statistic", "Low pension", "Baseline"]
-    assert "Wealth-to-income ratio" not in table["Statistic"].tolist()
-    assert "N" not in table["Statistic"].tolist()
+    assert list(table.columns) == ["Statistic", "Benefit cut", "Baseline"]
+    with pytest.raises(KeyError, match="income_unit"):
+        summary_statistics(panels={"baseline": tiny_panel().drop(columns="income_unit")})
+
+
+def test_claiming_ages_match_hand_computation():
+    panel = tiny_panel()
+    later = panel["subject_id"] == 2
+    panel.loc[later & (panel["age"] == 64), "claim"] = "claim"  # household 2 claims at 64
+    table = claiming_table(panels={"baseline": panel}).set_index("Variant").loc["Baseline"]
+    assert table["62"] == pytest.approx(0.5) and table["63\u201364"] == pytest.approx(0.5)
+    assert table["68\u201370"] == 0.0 and table["Mean claiming age"] == pytest.approx(63.0)
 
 
 def test_weighted_median_is_the_median_with_equal_weights():
@@ -162,43 +138,38 @@ def test_parameters_print_in_the_paper_notation_per_format():
         latex=r"Relative risk aversion $\gamma$",
         typst="Relative risk aversion $gamma$",
     )
-    assert parameter_label("beta").text == "Discount factor β"
+    assert parameter_label("work_cost").text == "Cost of working (share of consumption) κ"
     assert parameter_label("some_new_param").text == "Some new param"
-    assert variant_name("low_pension") == "Low pension"
-    assert variant_name("baseline_grid") == "Baseline (grid search)"
-    assert variant_name("high_pension_cut") == "High pension cut"
+    assert variant_name("benefit_cut") == "Benefit cut"
 
 
-def test_parameter_table_fits_and_prints_no_code_names(tmp_path):
-    table = parameter_table(specifications=SPECIFICATIONS, methods=METHODS)
-    assert list(table.columns) == [
-        "Parameter",
-        "Baseline",
-        "Low pension",
-        "Baseline (grid search)",
-    ]
+def test_parameter_table_marks_estimated_and_calibrated_params_and_names_sources(
+    tmp_path, specifications
+):
+    table = parameter_table(specifications=specifications, methods=METHODS)
+    assert list(table.columns) == ["Parameter", "Baseline", "Benefit cut", "Source"]
     rows = {str(label): values for label, *values in table.itertuples(index=False)}
-    assert rows["Pension p"] == ["0.4", "0.3", "0.4"]
-    assert rows["Ages"] == ["60–63"] * 3
-    assert rows["One-year survival s_t"] == ["SSA life table", "0.990 … 0.960", "SSA life table"]
-    assert rows["Wealth grid points"] == ["12"] * 3
-    # EGM and DC-EGM compute consumption: only the grid-search variant shows its action grid
-    assert rows["Consumption grid points"] == ["", "", "12"]
-    without_methods = parameter_table(specifications=SPECIFICATIONS).set_index("Parameter")
-    assert list(without_methods.loc["Consumption grid points"]) == ["", "", "12"]
-    assert rows["Savings grid points"] == ["30", "30", ""]
-    assert rows["Solution method"] == ["DC-EGM", "DC-EGM", "grid search"]
+    assert rows["Relative risk aversion γ"] == [
+        "1.200",
+        "1.200",
+        "Estimated (MSM on SCF wealth-to-income by age)",
+    ]
+    assert rows["Discount factor β"][:2] == ["0.9500", "0.9500"]
+    assert rows["Cost of working (share of consumption) κ"][2].startswith("Calibrated jointly")
+    assert rows["Share of scheduled benefits paid φ"][:2] == ["1", "0.79"]
+    assert rows["Replacement rate π"][2].startswith("Cocco, Gomes and Maenhout")
+    assert rows["Ages"][:2] == ["25\u201399"] * 2
+    assert rows["Solution method"][:2] == ["DC-EGM", "DC-EGM"]
+    assert rows["Bequest weight ω"][2] == "Illustrative"
     paths = {s: tmp_path / f"parameters.{s}" for s in ("tex", "typ", "md")}
-    write_parameter_table(specifications=SPECIFICATIONS, methods=METHODS, paths=paths)
+    write_parameter_table(specifications=specifications, methods=METHODS, paths=paths)
     for path in paths.values():
         text = path.read_text()
-        for code_name in ("mandatory_retirement_age", "low_pension", "dcegm", "0.99,", "_grid"):
+        for code_name in ("benefit_cut", "dcegm", "work_cost", "0.99,", "[0."):
             assert code_name not in text, (path.name, code_name)
     assert not re.search(r"\bbeta\b|\bcrra\b", paths["md"].read_text())
     assert r"$\gamma$" in paths["tex"].read_text()
     assert "$gamma$" in paths["typ"].read_text()
-    assert "| Relative risk aversion γ |" in paths["md"].read_text()
-    assert r"\resizebox" not in paths["tex"].read_text()
 
 
 def numbers_table() -> pd.DataFrame:
@@ -260,12 +231,12 @@ def test_typst_numbers_align_on_the_decimal_point():
     assert typst_escape("1. a / b - c") == r"1\. a \/ b \- c"
 
 
-def test_a_typst_document_including_the_tables_compiles(tmp_path):
+def test_a_typst_document_including_the_tables_compiles(tmp_path, specifications):
     import typst
 
     tables = tmp_path / "tables"
     write_parameter_table(
-        specifications=SPECIFICATIONS,
+        specifications=specifications,
         methods=METHODS,
         paths={s: tables / f"parameters.{s}" for s in ("tex", "typ", "md")},
         provenance={"commit": "abc"},
@@ -280,27 +251,27 @@ def test_a_typst_document_including_the_tables_compiles(tmp_path):
         group_column="Group",
     )
     summary = {s: tables / f"summary.{s}" for s in ("tex", "typ", "md")}
-    retirement = {s: tables / f"retirement.{s}" for s in ("tex", "typ", "md")}
+    claiming = {s: tables / f"claiming.{s}" for s in ("tex", "typ", "md")}
     write_summary_tables(
-        panels={"baseline": tiny_panel(), "low_pension": tiny_panel()},
-        weights={"baseline": WEIGHTS},
-        specifications=SPECIFICATIONS,
-        paths={"summary_statistics": summary, "retirement_age": retirement},
+        panels={"baseline": tiny_panel(), "benefit_cut": tiny_panel()},
+        paths={"summary_statistics": summary, "claiming_ages": claiming},
     )
     document = tmp_path / "doc.typ"
     document.write_text(
-        "See @tab:parameters, @tab:values, @tab:summary_statistics and @tab:retirement_age.\n"
+        "See @tab:parameters, @tab:values, @tab:summary_statistics and @tab:claiming_ages.\n"
         '#include "/tables/parameters.typ"\n#include "/tables/t.typ"\n'
-        '#include "/tables/summary.typ"\n#include "/tables/retirement.typ"\n'
+        '#include "/tables/summary.typ"\n#include "/tables/claiming.typ"\n'
     )
     pdf = typst.compile(str(document), root=str(tmp_path))
     assert pdf.startswith(b"%PDF")
 
 
 @pytest.mark.skipif(not latex_ready(), reason="needs pdflatex with siunitx")
-def test_a_latex_document_inputting_the_tables_compiles_without_overfull_boxes(tmp_path):
+def test_a_latex_document_inputting_the_tables_compiles_without_overfull_boxes(
+    tmp_path, specifications
+):
     write_parameter_table(
-        specifications=SPECIFICATIONS,
+        specifications=specifications,
         methods=METHODS,
         paths={s: tmp_path / f"parameters.{s}" for s in ("tex", "md")},
         provenance={"commit": "abc"},
@@ -314,14 +285,13 @@ def test_a_latex_document_inputting_the_tables_compiles_without_overfull_boxes(t
         group_column="Group",
     )
     write_summary_tables(
-        panels={v: tiny_panel() for v in SPECIFICATIONS},
-        specifications=SPECIFICATIONS,
+        panels={v: tiny_panel() for v in specifications},
         paths={
             "summary_statistics": {s: tmp_path / f"summary.{s}" for s in ("tex", "md")},
-            "retirement_age": {s: tmp_path / f"retirement.{s}" for s in ("tex", "md")},
+            "claiming_ages": {s: tmp_path / f"claiming.{s}" for s in ("tex", "md")},
         },
     )
-    code, log = compile_tables(tmp_path, stems=["parameters", "t", "summary", "retirement"])
+    code, log = compile_tables(tmp_path, stems=["parameters", "t", "summary", "claiming"])
     assert code == 0, log[-3000:]
     assert (tmp_path / "doc.pdf").read_bytes().startswith(b"%PDF")
     assert "Overfull \\hbox" not in log, log
@@ -351,8 +321,7 @@ def test_numeric_columns_count_as_wide_as_siunitx_reserves(tmp_path):
         {
             "Statistic": ["Mean wealth", "Consumption change at retirement", "Households"],
             "Baseline": ["2.621", "-0.090", "20000"],
-            "Low pension": ["2.938", "-0.031", "20000"],
-            "Baseline (grid search)": ["2.722", "-0.076", "20000"],
+            "Benefit cut": ["2.938", "-0.031", "20000"],
         }
     )
     latex, _ = write_table(

@@ -77,6 +77,16 @@ CONSUMPTION_LABEL = "Consumption"
 VALUE_LABEL = "V"
 SHARE_RETIRED_LABEL = "Share retired"
 SHARE_RETIRING_LABEL = "Share retiring"
+SHARE_CLAIMING_LABEL = "Share claiming the pension"
+SHARE_OF_LIVING_LABEL = "Share of the living"
+LEVEL_UNIT_LABEL = "Multiple of permanent\nincome at 25"
+"""The unit of levels (wealth or consumption times ``income_unit``), comparable across
+households and variants."""
+RATIO_LABEL = "End-of-year assets / P\n(retirees: / pension B)"
+"""The wealth-to-income ratio (m - c): over permanent income P working, the pension B retired."""
+UNIT_WORDS = {"working": "permanent income P", "retired": "pension B"}
+"""The unit of a regime's normalised wealth and consumption (``lifecycle_normalised``)."""
+UNIT_SYMBOLS = {"working": "P", "retired": "B"}
 
 METHOD_NAMES = {"dcegm": "DC-EGM", "egm": "EGM", "grid": "grid search"}
 """Printed names of the solution methods (a solution's ``method``)."""
@@ -86,14 +96,15 @@ VARIANT_NAMES = {
     "low_pension": "Low pension",
     "baseline_grid": "Baseline (grid search)",
     "from_25": "From age 25",
+    "benefit_cut": "Benefit cut",
 }
 """Printed names of the variants (``project.config.VARIANTS``)."""
 
 TYPE_NAMES = {"work_loving": "Work-loving", "leisure_loving": "Leisure-loving"}
 """Printed names of the preference types (labels of the state ``pref_type``)."""
 
-STATE_VALUE_NAMES = {"working": "working", "retired": "retired", "dead": "dead"}
-"""Printed names of the retirement statuses and regimes."""
+STATE_VALUE_NAMES = {"working": "working", "retired": "retired", "dead": "dead", "claim": "claim"}
+"""Printed names of the retirement statuses, regimes and claim choices."""
 
 INCOME_WORDS = {
     1: ("median",),
@@ -250,3 +261,21 @@ def method_name(method: str) -> str:
 
 def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def normalised_label(quantity: str, *, symbol: str, regime: str) -> str:
+    """Return an axis label of a normalised quantity: "Consumption c = C / P" working."""
+    unit = UNIT_SYMBOLS.get(regime, "unit")
+    return f"{quantity} {symbol.lower()} = {symbol.upper()} / {unit}"
+
+
+def regime_unit_title(regime: str) -> str:
+    """Return a regime's column title with its unit: "Workers (units of permanent income P)"."""
+    people = {"working": "Workers", "retired": "Retirees"}.get(regime, _capitalised(regime))
+    return f"{people} (units of {UNIT_WORDS.get(regime, 'their normaliser')})"
+
+
+def value_label(*, regime: str) -> str:
+    """Return the label of normalised V: V / P^(1 - rho) working, V / B^(1 - rho) retired."""
+    unit = UNIT_SYMBOLS.get(regime, "unit")
+    return f"Value $V / {unit}^{{1 - \\rho}}$"

@@ -1,9 +1,10 @@
-"""The pipeline's variants: DC-EGM with taste shocks by default, the grid solve as a cross-check.
+"""The pipeline's variants: the status quo and the benefit cut, at the same preferences.
 
-The baseline and baseline_grid (the same model without its savings grid, so solved by grid
-search) are solved, saved, loaded and simulated through ``project.pipeline``. The grid solver
-picks consumption on a grid with step ``dc`` (0.2 at the default sizes), so the two agree within
-a step or two of it, not to rounding.
+Both solve ``lifecycle_normalised`` by DC-EGM (the claim without taste shocks) in float64, and
+are saved, loaded and simulated through ``project.pipeline``. Oracles: the cut differs from the
+status quo in the share of the schedule it pays alone; the two panels share every simulated
+shock (deaths, and permanent income until a household claims in either variant); the bundle's
+derived columns are the model's own statistic and the normaliser the simulation drew.
 """
 
 import dataclasses
@@ -14,16 +15,14 @@ import numpy as np
 import pytest
 
 from project import pipeline
-from project.analysis.profiles import is_retired
-from project.calibration.panel import living_rows
-from project.config import DEFAULT_VARIANT, GRID_SIZES, PROFILE, VARIANTS, SimulationSettings
+from project.config import DEFAULT_VARIANT, PROFILE, VARIANTS, SimulationSettings
 from project.dispatch import choose_method
 from project.errors import ConfigurationError, ParamsError
-from project.models import DEFAULT_TASTE_SHOCK_SCALES
-from project.persist import save_bundle
+from project.persist.bundle import load_table
 from project.pipeline import (
     build_variant_model,
     load_variant_solution,
+    save_variant_bundle,
     simulate_variant,
     solution_method,
     solve_and_save,
@@ -33,79 +32,74 @@ from project.pipeline import (
 )
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
-GRID_VARIANT = "baseline_grid"
-N_SUBJECTS = 4_000
-MIN_WEALTH = 1.0
-"""Below it, the grid solver's first consumption points (0.05, 0.25, ...) are too coarse."""
+CUT = "benefit_cut"
+N_SUBJECTS = 2_000
 
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
-def test_variants_solve_with_taste_shocks_by_dcegm_unless_they_are_the_grid_check(name):
-    variant = VARIANTS[name]
-    specification = variant_specification(variant)
+def test_variants_solve_the_normalised_model_by_dcegm_in_float64(name):
+    specification = variant_specification(VARIANTS[name])
     model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-    assert specification["sizes"]["taste_shocks"] is True
-    grid = name == GRID_VARIANT
-    assert ("n_savings" not in specification["sizes"]) is grid
-    for regime in model.regimes.values():  # working and retired; each solves by one method
-        expected_method = "grid" if grid else ("dcegm" if regime.discrete_actions else "egm")
-        assert choose_method(regime, method=None) == expected_method
-    expected = variant.params.get(TASTE_SHOCK_SCALE, DEFAULT_TASTE_SHOCK_SCALES[variant.model])
-    assert specification["params"][TASTE_SHOCK_SCALE] == expected
+    assert specification["model"] == "lifecycle_normalised" and specification["x64"] is True
+    assert specification["sizes"]["taste_shocks"] is False
+    assert TASTE_SHOCK_SCALE not in specification["params"]
+    for regime, view in model.regimes.items():
+        assert choose_method(view, method=None) == ("dcegm" if regime == "working" else "egm")
 
 
-def test_the_grid_check_is_the_baseline_without_its_savings_grid():
-    baseline, grid = (
-        variant_specification(VARIANTS[DEFAULT_VARIANT]),
-        variant_specification(VARIANTS[GRID_VARIANT]),
-    )
-    assert grid["sizes"] == GRID_SIZES
-    assert grid["sizes"] == {k: v for k, v in baseline["sizes"].items() if k != "n_savings"}
-    assert grid["params"] == baseline["params"]
-    assert VARIANTS[GRID_VARIANT].simulation == VARIANTS[DEFAULT_VARIANT].simulation
-
-
-def test_a_variant_may_override_the_taste_shock_scale():
-    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={TASTE_SHOCK_SCALE: 0.05})
-    assert variant_specification(variant)["params"][TASTE_SHOCK_SCALE] == 0.05
+def test_the_cut_pays_a_share_of_the_schedule_and_changes_nothing_else():
+    baseline, cut = (variant_specification(VARIANTS[v]) for v in (DEFAULT_VARIANT, CUT))
+    changed = {k for k in baseline["params"] if baseline["params"][k] != cut["params"][k]}
+    assert changed == {"benefit_scale"}
+    assert baseline["params"]["benefit_scale"] == 1.0 and cut["params"]["benefit_scale"] == 0.79
+    assert baseline["sizes"] == cut["sizes"]
+    assert VARIANTS[CUT].simulation == VARIANTS[DEFAULT_VARIANT].simulation
 
 
 def test_a_taste_shock_scale_without_taste_shocks_names_the_switch():
-    sizes = {k: v for k, v in VARIANTS[DEFAULT_VARIANT].sizes.items() if k != "taste_shocks"}
-    variant = dataclasses.replace(
-        VARIANTS[DEFAULT_VARIANT], sizes=sizes, params={TASTE_SHOCK_SCALE: 0.05}
-    )
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={TASTE_SHOCK_SCALE: 0.05})
     with pytest.raises(ParamsError, match="taste_shocks=True"):
         variant_specification(variant)
 
 
+def test_a_variant_with_taste_shocks_gets_the_model_s_default_scale():
+    sizes = VARIANTS[DEFAULT_VARIANT].sizes | {"taste_shocks": True}
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], sizes=sizes)
+    assert variant_specification(variant)["params"][TASTE_SHOCK_SCALE] == 1e-3
+
+
 def test_an_unknown_param_is_refused_naming_the_known_ones():
-    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={"pensoin": 0.3})
-    with pytest.raises(ParamsError, match=r"unknown params \['pensoin'\].*'pension'"):
+    variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], params={"replacment": 0.3})
+    with pytest.raises(ParamsError, match=r"unknown params \['replacment'\].*'replacement'"):
         variant_specification(variant)
 
 
 @pytest.fixture(scope="module")
 def solved(tmp_path_factory):
-    """Solve and simulate the baseline and its grid twin through the pipeline's functions."""
+    """Solve and simulate both variants through the pipeline's functions."""
     if PROFILE != "default":
-        pytest.skip("the cross-check needs the default profile's grids")
+        pytest.skip("the variants' comparison needs the default profile's grids")
     settings = dataclasses.asdict(SimulationSettings(n_subjects=N_SUBJECTS))
+    estimates, calibrated = {"crra": 1.2, "beta": 0.95}, {"work_cost": 0.6}
     out = {}
-    for variant in (VARIANTS[DEFAULT_VARIANT], VARIANTS[GRID_VARIANT]):
-        root = tmp_path_factory.mktemp(variant.name)
-        specification = variant_specification(variant)
+    for name in (DEFAULT_VARIANT, CUT):
+        root = tmp_path_factory.mktemp(name)
+        specification = variant_specification(
+            VARIANTS[name], estimates=estimates, calibrated=calibrated
+        )
         solve_variant(specification=specification, directory=root / "solution", sources=[])
         result = simulate_variant(
             specification=specification, settings=settings, solution_directory=root / "solution"
         )
-        save_bundle(result=result, directory=root / "simulation")
-        out[variant.name] = {
+        save_variant_bundle(
+            result=result, specification=specification, directory=root / "simulation"
+        )
+        out[name] = {
             "root": root,
-            "solution": _load(specification, directory=root / "solution"),
-            "panel": result.to_dataframe(),
+            "specification": specification,
+            "panel": load_table(root / "simulation"),
         }
-    return out[DEFAULT_VARIANT], out[GRID_VARIANT]
+    return out
 
 
 def _load(specification, *, directory):
@@ -142,81 +136,49 @@ def test_the_pipeline_computes_in_the_variant_precision_and_restores_the_process
 
 
 def test_the_solution_and_the_bundle_record_the_method(solved):
-    for entry, method in zip(solved, ("dcegm", "grid"), strict=True):
-        assert entry["solution"].method == method
-        assert solution_method(directory=entry["root"] / "solution") == method
+    for entry in solved.values():
+        assert solution_method(directory=entry["root"] / "solution") == "dcegm"
         bundle = json.loads((entry["root"] / "simulation" / "metadata.json").read_text())
-        assert bundle["method"] == method
+        assert bundle["method"] == "dcegm"
+        assert bundle["derived_columns"] == ["income_unit"]
+        assert bundle["additional_targets"] == ["wealth_to_income"]
 
 
-def consumption_step(model):
-    points = np.asarray(model.actions["consumption"].to_jax(), dtype=float)
-    return float(points[1] - points[0])
+def test_the_bundle_holds_the_model_s_statistic_and_its_units(solved):
+    panel = solved[DEFAULT_VARIANT]["panel"]
+    living = panel["regime"].astype(str) != "dead"
+    assets = (panel["wealth"] - panel["consumption"])[living]
+    np.testing.assert_allclose(panel.loc[living, "wealth_to_income"], assets, rtol=1e-12)
+    assert panel.loc[living, "income_unit"].gt(0).all()
+    assert panel.loc[~living, "income_unit"].isna().all()
+    assert (panel.loc[panel["period"] == 0, "income_unit"] == 1.0).all()
 
 
-@pytest.mark.parametrize("period", [0, 10, 18, 19, 25, 29])
-def test_dcegm_and_grid_search_agree_on_the_baseline_within_the_consumption_step(solved, period):
-    """Consumption within one grid step; V within two steps' worth of utility, 2·u'(c)·dc.
-
-    The retirement choice may differ only at single wealth points next to a threshold.
-    """
-    (dcegm, grid) = (entry["solution"] for entry in solved)
-    model = dcegm.model
-    wealth = np.asarray(model.states["wealth"].to_jax(), dtype=float)  # shared by the regimes
-    wealth = wealth[wealth >= MIN_WEALTH]
-    step = consumption_step(grid.model)
-    crra = float(dcegm.params["crra"])
-    for pref_type in (0, 1):
-        for regime in ("working", "retired"):
-            states = {
-                "pref_type": np.full(wealth.shape, pref_type),
-                "income": np.full(wealth.shape, 2),
-                "wealth": wealth,
-            }
-            if regime == "retired":
-                del states["income"]
-            ours, theirs = (
-                dcegm.policy(period=period, regime=regime, states=states),
-                grid.policy(period=period, regime=regime, states=states),
-            )
-            assert np.abs(ours["consumption"] - theirs["consumption"]).max() <= step
-            gap = np.abs(
-                dcegm.value(period=period, regime=regime, states=states)
-                - grid.value(period=period, regime=regime, states=states)
-            )
-            assert (gap <= 2 * step * ours["consumption"] ** -crra).all()
-            if regime == "working":
-                assert (ours["retirement"] != theirs["retirement"]).sum() <= 1
-
-
-def profiles(panel):
-    """Return mean wealth, consumption and share retired of the living by age."""
-    alive = living_rows(panel=panel)
-    return (
-        alive.assign(retired=is_retired(alive))
-        .groupby("age")[["wealth", "consumption", "retired"]]
-        .mean()
+def test_the_variants_share_every_simulated_shock(solved):
+    """Deaths depend on survival alone; permanent income on the shocks until the first claim."""
+    base, cut = (solved[v]["panel"] for v in (DEFAULT_VARIANT, CUT))
+    dead = [p["regime"].astype(str).eq("dead").to_numpy() for p in (base, cut)]
+    np.testing.assert_array_equal(*dead)
+    working = (base["regime"].astype(str) == "working") & (cut["regime"].astype(str) == "working")
+    np.testing.assert_allclose(  # to rounding: each variant's program is compiled alone
+        base.loc[working, "income_unit"].to_numpy(),
+        cut.loc[working, "income_unit"].to_numpy(),
+        rtol=1e-14,
     )
 
 
-def test_dcegm_and_grid_search_simulate_the_same_life_cycle(solved):
-    """Same subjects, same draws: retirement shares within 3 points, means within grid steps."""
-    (dcegm, grid) = (profiles(entry["panel"]) for entry in solved)
-    step = consumption_step(solved[1]["solution"].model)
-    assert (dcegm["retired"] - grid["retired"]).abs().max() <= 0.03
-    assert (dcegm["consumption"] - grid["consumption"]).abs().max() <= step
-    assert (dcegm["wealth"] - grid["wealth"]).abs().max() <= 2 * step
+def test_the_cut_delays_claims_and_raises_saving_before_them(solved):
+    base, cut = (solved[v]["panel"] for v in (DEFAULT_VARIANT, CUT))
 
+    def claiming_age(panel):
+        return panel.loc[panel["claim"].astype(str) == "claim", "age"].mean()
 
-def test_dcegm_consumption_profiles_are_smooth_and_grid_ones_are_not(solved):
-    """The second difference of mean consumption by age: DC-EGM's is far below grid search's."""
-    (dcegm, grid) = (profiles(entry["panel"])["consumption"].to_numpy() for entry in solved)
-    working_life = slice(1, 20)  # ages 51-69: after the first period, before the last ones
-    curvature = {
-        name: np.abs(np.diff(values[working_life], n=2)).max()
-        for name, values in (("dcegm", dcegm), ("grid", grid))
-    }
-    assert curvature["dcegm"] < curvature["grid"] / 3, curvature
+    def wealth_at(panel, age):
+        rows = panel.loc[panel["age"] == age]
+        return (rows["wealth"] * rows["income_unit"]).mean()
+
+    assert claiming_age(cut) > claiming_age(base)
+    assert wealth_at(cut, 61) > wealth_at(base, 61)
 
 
 @pytest.mark.parametrize(
@@ -231,9 +193,6 @@ def test_unsafe_variant_names_are_refused(name):
 
 
 def test_unknown_models_and_sizes_name_the_known_ones():
-    from project.errors import ConfigurationError
-    from project.pipeline import build_variant_model
-
     with pytest.raises(ConfigurationError, match=r"Unknown model 'lifecycel'.*'lifecycle'"):
         build_variant_model(model="lifecycel", sizes={})
     with pytest.raises(ConfigurationError, match=r"Unknown sizes \['n_walth'\].*'n_wealth'"):
@@ -285,23 +244,30 @@ def test_the_slurm_backend_fails_at_once_without_sbatch():
     assert "`sbatch` is not on PATH" in result.stderr
 
 
-def test_the_estimates_replace_the_calibrated_preferences_and_are_listed():
-    estimates = {"crra": 3.25, "beta": 0.9625}
+def test_the_estimates_and_the_calibrated_cost_replace_the_defaults_and_are_listed():
+    estimates, calibrated = {"crra": 3.25, "beta": 0.9625}, {"work_cost": 0.55}
     for name in sorted(VARIANTS):
-        calibrated = variant_specification(VARIANTS[name])
-        specification = variant_specification(VARIANTS[name], estimates=estimates)
-        assert calibrated["estimated"] == []
+        before = variant_specification(VARIANTS[name])
+        specification = variant_specification(
+            VARIANTS[name], estimates=estimates, calibrated=calibrated
+        )
+        assert before["estimated"] == [] and before["calibrated"] == []
         assert specification["estimated"] == ["beta", "crra"]
-        assert {k: specification["params"][k] for k in estimates} == estimates
-        others = {k: v for k, v in specification["params"].items() if k not in estimates}
-        assert others == {k: v for k, v in calibrated["params"].items() if k not in estimates}
+        assert specification["calibrated"] == ["work_cost"]
+        fixed = estimates | calibrated
+        assert {k: specification["params"][k] for k in fixed} == fixed
+        others = {k: v for k, v in specification["params"].items() if k not in fixed}
+        assert others == {k: v for k, v in before["params"].items() if k not in fixed}
 
 
-def test_a_counterfactual_that_changes_an_estimated_preference_is_refused():
+def test_a_counterfactual_that_changes_a_preference_is_refused():
     variant = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], name="impatient", params={"beta": 0.9})
     with pytest.raises(ConfigurationError, match=r"'impatient' sets \['beta'\].*never preferences"):
         variant_specification(variant, estimates={"beta": 0.97})
     assert variant_specification(variant)["params"]["beta"] == 0.9  # no estimates: allowed
+    lazy = dataclasses.replace(VARIANTS[DEFAULT_VARIANT], name="lazy", params={"work_cost": 0.2})
+    with pytest.raises(ConfigurationError, match=r"'lazy' sets \['work_cost'\]"):
+        variant_specification(lazy, calibrated={"work_cost": 0.6})
 
 
 def test_an_estimate_of_a_param_the_model_lacks_is_refused():

@@ -18,9 +18,8 @@ _EXPORTS = {
         "project.analysis.figures",
     ),
     **dict.fromkeys(("lifecycle_profiles", "retirement_hazard"), "project.analysis.profiles"),
-    **dict.fromkeys(
-        ("parameter_table", "summary_statistics", "write_table"), "project.analysis.tables"
-    ),
+    **dict.fromkeys(("parameter_table", "summary_statistics"), "project.analysis.tables"),
+    "write_table": "project.analysis.table_output",
 }
 __all__ = [
     "lifecycle_profiles",

@@ -20,6 +20,7 @@ STATISTICS = {
     "consumption": "total consumption",
     "working": "working years",
     "retirees": "retiree years",
+    "claims": "claims",
     "work_loving": "work-loving years",
 }
 """How a target's statistic (its name's prefix) reads in the text."""

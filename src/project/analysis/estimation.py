@@ -19,7 +19,7 @@ import pandas as pd
 import scipy.stats
 
 from project import style
-from project.analysis.extended import calibration_notes
+from project.analysis.model_numbers import calibration_notes
 from project.analysis.identification import (
     identification_caption,
     identification_table,

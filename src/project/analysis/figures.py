@@ -1,9 +1,11 @@
-"""Figures of the paper: policy functions, life-cycle profiles, retirement, variants compared.
+"""Figures of the paper: policy functions, life-cycle profiles, claiming, variants compared.
 
 Every function takes its data and ``paths`` ({"png": Path, "pdf": Path}, either or both), writes
 one figure to each path with ``style.save_figure`` (byte-deterministic; ``provenance``, when
-given, goes to the files' metadata) and returns the paths. Statistics are of the living. The
-policy-function figure lives in ``policy_figures`` and is re-exported here.
+given, goes to the files' metadata) and returns the paths. Panels are those of
+``lifecycle_normalised`` (``profiles``); statistics are of the living, levels in units of
+permanent income at 25. The policy-function figure lives in ``policy_figures`` and is
+re-exported here.
 """
 
 from __future__ import annotations
@@ -11,29 +13,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 
 from project import style
-from project.analysis.policy_figures import (
-    default_fixed_states,
-    default_policy_ages,
-    plot_policy_functions,
-)
+from project.analysis.policy_figures import DEFAULT_POLICY_AGES, plot_policy_functions
 from project.analysis.profiles import lifecycle_profiles, retirement_hazard
+from project.models.lifecycle_normalised import CLAIMING_FACTORS, EARLIEST_CLAIM
 
 __all__ = [
-    "default_fixed_states",
-    "default_policy_ages",
+    "DEFAULT_POLICY_AGES",
     "plot_lifecycle_profiles",
     "plot_policy_functions",
     "plot_retirement_policy",
     "plot_variant_comparison",
 ]
 
-TYPE_COLUMN = "pref_type"
 MIN_CELL = 10
-"""Cells of ``plot_retirement_policy`` with fewer subjects at risk are not drawn (too noisy)."""
+"""Cells of ``plot_retirement_policy`` with fewer deciders are not drawn (too noisy)."""
+CLAIM_AGES = (EARLIEST_CLAIM, max(CLAIMING_FACTORS))
+"""The ages ``plot_retirement_policy`` shows: from the earliest claim to the last delayed credit."""
 WEALTH_GROUP_NAMES = {
     2: ("Lower half", "Upper half"),
     3: ("Lowest third", "Middle third", "Highest third"),
@@ -41,17 +41,25 @@ WEALTH_GROUP_NAMES = {
 }
 """Legend entries of the wealth groups of ``plot_retirement_policy``, by number of groups."""
 
+MEAN_LINE = {"color": style.color(0), "linestyle": style.linestyle(0)}
+MEDIAN_LINE = {"color": style.color(1), "linestyle": style.linestyle(1)}
 LIFECYCLE_PANELS = (
-    ("mean_wealth", "Mean wealth", style.WEALTH_LABEL),
-    ("median_wealth", "Median wealth", style.WEALTH_LABEL),
-    ("mean_consumption", "Mean consumption", style.CONSUMPTION_LABEL),
-    ("share_retired", "Share retired", style.SHARE_RETIRED_LABEL),
+    (
+        "Cash on hand",
+        (("mean_wealth", "Mean"), ("median_wealth", "Median")),
+        style.LEVEL_UNIT_LABEL,
+    ),
+    ("Consumption", (("mean_consumption", "Mean"),), style.LEVEL_UNIT_LABEL),
+    ("Wealth-to-income ratio", (("median_wealth_to_income", "Median"),), style.RATIO_LABEL),
+    ("Share retired", (("share_retired", "Mean"),), style.SHARE_OF_LIVING_LABEL),
 )
-COMPARISON_ROWS = (
-    ("share_retired", style.SHARE_RETIRED_LABEL),
-    ("mean_consumption", f"Mean {style.CONSUMPTION_LABEL.lower()}"),
-    ("mean_wealth", f"Mean {style.WEALTH_LABEL.lower()}"),
+"""The life-cycle figure's panels: title, (profile column, statistic) lines, y label."""
+COMPARISON_PANELS = (
+    ("share_retired", "Share retired", style.SHARE_OF_LIVING_LABEL),
+    ("mean_consumption", "Mean consumption", style.LEVEL_UNIT_LABEL),
+    ("mean_wealth", "Mean cash on hand", style.LEVEL_UNIT_LABEL),
 )
+"""The comparison figure's panels: profile column, title, y label."""
 
 
 def plot_lifecycle_profiles(
@@ -59,34 +67,28 @@ def plot_lifecycle_profiles(
     panel: pd.DataFrame,
     paths: Mapping[str, Path],
     variant: str | None = None,
-    by: str | None = TYPE_COLUMN,
     provenance: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Plot mean and median wealth, mean consumption and share retired by age, per ``by`` group.
+    """Plot the living's cash on hand, consumption, wealth-to-income ratio and share retired.
 
-    ``by=None`` (or a panel without that column) pools all subjects; ``variant`` names the
-    figure's title.
+    By age, all households: mean and median cash on hand and mean consumption in levels
+    (multiples of permanent income at 25), the median ratio m - c (over P working, B retired)
+    and the share in regime "retired" (``profiles.lifecycle_profiles``). Solid lines are
+    means, dashed ones medians; ``variant`` names the figure's title.
     """
-    group = by if by is not None and by in panel.columns else None
-    profiles = lifecycle_profiles(panel=panel, by=[group] if group else [])
-    groups = _groups(profiles, column=group)
+    profiles = lifecycle_profiles(panel=panel)
     with style.styled():
         figure, axes = style.new_figure(nrows=2, ncols=2)
         flat = [axis for row in axes for axis in row]
-        for axis, (column, title, ylabel) in zip(flat, LIFECYCLE_PANELS, strict=True):
-            for k, (label, rows) in enumerate(groups):
-                axis.plot(
-                    rows["age"],
-                    rows[column],
-                    color=style.color(k),
-                    linestyle=style.linestyle(k),
-                    label=label,
-                )
-            _decorate(axis, title=title, ylabel=ylabel, share=column == "share_retired")
+        for axis, (title, lines, ylabel) in zip(flat, LIFECYCLE_PANELS, strict=True):
+            for column, statistic in lines:
+                line = MEAN_LINE if statistic == "Mean" else MEDIAN_LINE
+                axis.plot(profiles["age"], profiles[column], label=statistic, **line)
+            _decorate(axis, title=title, ylabel=ylabel, share=lines[0][0] == "share_retired")
         style.figure_legend(figure=figure, axis=flat[0])
-        title = "Simulated life cycle"
+        title = "Simulated life cycle, all households"
         if variant is not None:
-            title += f": {style.variant_label(variant)}"
+            title = f"{style.variant_label(variant)}: {title[0].lower()}{title[1:]}"
         figure.suptitle(title)
         return style.save_figure(figure=figure, paths=paths, provenance=provenance)
 
@@ -95,49 +97,33 @@ def plot_variant_comparison(
     *,
     panels: Mapping[str, pd.DataFrame],
     paths: Mapping[str, Path],
-    by: str | None = TYPE_COLUMN,
     provenance: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Plot share retired, mean consumption and mean wealth by age: one column per type.
+    """Plot share retired, mean consumption and mean cash on hand by age, a line per variant.
 
-    Rows are the outcomes, lines the variants (colour and style); ``by=None`` (or panels
-    without that column) pools the types in one column. Statistics are of the living.
+    Of the living; consumption and cash on hand in levels (multiples of permanent income at
+    25, comparable across variants). Lines keep the order of ``panels``.
     """
     if not panels:
-        msg = "plot_variant_comparison needs at least one panel."
+        msg = "plot_variant_comparison needs at least one panel; got none."
         raise ValueError(msg)
-    group = by if by is not None and all(by in p.columns for p in panels.values()) else None
-    profiles = {
-        name: lifecycle_profiles(panel=panel, by=[group] if group else [])
-        for name, panel in panels.items()
-    }
-    columns = _column_labels(panels=panels, column=group)
+    profiles = {name: lifecycle_profiles(panel=panel) for name, panel in panels.items()}
     with style.styled():
         figure, axes = style.new_figure(
-            nrows=len(COMPARISON_ROWS), ncols=len(columns), panel_height=1.8
+            nrows=1, ncols=len(COMPARISON_PANELS), panel_width=2.2, panel_height=2.2
         )
-        for j, column_label in enumerate(columns):
-            for i, (column, ylabel) in enumerate(COMPARISON_ROWS):
-                axis = axes[i][j]
-                for k, (name, profile) in enumerate(profiles.items()):
-                    rows = profile
-                    if group is not None:
-                        rows = profile.loc[profile[group].astype(str) == column_label]
-                    axis.plot(
-                        rows["age"],
-                        rows[column],
-                        color=style.color(k),
-                        linestyle=style.linestyle(k),
-                        label=style.variant_label(name),
-                    )
-                title = _column_title(column_label, column=group) if i == 0 else ""
-                _decorate(axis, title=title, ylabel=ylabel, share=column == "share_retired")
-                if i < len(COMPARISON_ROWS) - 1:
-                    axis.set_xlabel("")
-        for row in axes:
-            style.same_limits(row)
+        for axis, (column, title, ylabel) in zip(axes[0], COMPARISON_PANELS, strict=True):
+            for k, (name, profile) in enumerate(profiles.items()):
+                axis.plot(
+                    profile["age"],
+                    profile[column],
+                    color=style.color(k),
+                    linestyle=style.linestyle(k),
+                    label=style.variant_label(name),
+                )
+            _decorate(axis, title=title, ylabel=ylabel, share=column == "share_retired")
         style.figure_legend(figure=figure, axis=axes[0][0])
-        figure.suptitle("Model variants compared, by preference type" if group else "")
+        figure.suptitle("Model variants compared: means of the living by age")
         return style.save_figure(figure=figure, paths=paths, provenance=provenance)
 
 
@@ -147,86 +133,55 @@ def plot_retirement_policy(
     paths: Mapping[str, Path],
     variant: str | None = None,
     n_groups: int = 3,
-    by: str | None = TYPE_COLUMN,
     provenance: Mapping[str, str] | None = None,
 ) -> list[Path]:
-    """Plot the share of workers who retire by age, per wealth group: one panel per type.
+    """Plot the share of deciding workers who claim the pension by age, per wealth group.
 
-    The share is ``profiles.retirement_hazard``: of the living who may still retire, split at
-    each age into ``n_groups`` wealth groups of equal size within the type. Cells with fewer
-    than ``MIN_CELL`` subjects at risk are left out.
+    The deciders are the workers alive at each age from 62 to 70 (``CLAIM_AGES``); at each age
+    they are split into ``n_groups`` groups of equal size by cash on hand over permanent income
+    (the state they decide on; ``profiles.retirement_hazard``). Cells with fewer than
+    ``MIN_CELL`` deciders are left out. A grey line gives the share of all deciders.
     """
-    group = by if by is not None and by in panel.columns else None
-    hazard = retirement_hazard(panel=panel, by=[group] if group else [], n_groups=n_groups)
-    hazard = hazard.loc[hazard["n"] >= MIN_CELL]
-    columns = _column_labels(panels={"": panel}, column=group)
+    low, high = CLAIM_AGES
+    hazard = retirement_hazard(panel=panel, n_groups=n_groups)
+    hazard = hazard.loc[(hazard["n"] >= MIN_CELL) & hazard["age"].between(low, high)]
+    overall = retirement_hazard(panel=panel, n_groups=1)
+    overall = overall.loc[(overall["n"] >= MIN_CELL) & overall["age"].between(low, high)]
     names = WEALTH_GROUP_NAMES.get(
         n_groups, tuple(f"Wealth group {g + 1} of {n_groups}" for g in range(n_groups))
     )
     with style.styled():
-        figure, axes = style.new_figure(nrows=1, ncols=len(columns), panel_height=2.3)
-        for j, column_label in enumerate(columns):
-            axis = axes[0][j]
-            rows = hazard
-            if group is not None:
-                rows = hazard.loc[hazard[group].astype(str) == column_label]
-            for g in range(n_groups):
-                cell = rows.loc[rows["wealth_group"] == g]
-                axis.plot(
-                    cell["age"],
-                    cell["share_retiring"],
-                    color=style.color(g),
-                    linestyle=style.linestyle(g),
-                    marker="o",
-                    markersize=2.5,
-                    label=f"{names[g]} of wealth",
-                )
-            _decorate(
-                axis,
-                title=_column_title(column_label, column=group),
-                ylabel=style.SHARE_RETIRING_LABEL,
-                share=True,
+        figure, axes = style.new_figure(nrows=1, ncols=1, panel_width=4.2, panel_height=2.6)
+        axis = axes[0][0]
+        for g in range(n_groups):
+            cell = hazard.loc[hazard["wealth_group"] == g]
+            axis.plot(
+                cell["age"],
+                cell["share_claiming"],
+                color=style.color(g),
+                linestyle=style.linestyle(g),
+                marker="o",
+                markersize=2.5,
+                label=f"{names[g]} of cash on hand",
             )
-            if j > 0:
-                axis.set_ylabel("")
-        style.same_limits(axes[0], x=True)
-        style.figure_legend(figure=figure, axis=axes[0][0])
-        title = "Retirement of workers by age and wealth"
+        axis.plot(
+            overall["age"],
+            overall["share_claiming"],
+            color=style.REFERENCE_COLOR,
+            linewidth=0.9,
+            marker="s",
+            markersize=2.5,
+            label="All deciders",
+        )
+        _decorate(axis, title="", ylabel=style.SHARE_CLAIMING_LABEL, share=True)
+        axis.set_xlim(low - 0.5, high + 0.5)
+        axis.set_xticks(np.arange(low, high + 1))
+        style.figure_legend(figure=figure, axis=axis, ncols=2)
+        title = "Claiming by age and cash on hand"
         if variant is not None:
-            title += f": {style.variant_label(variant)}"
+            title = f"{style.variant_label(variant)}: {title[0].lower()}{title[1:]}"
         figure.suptitle(title)
         return style.save_figure(figure=figure, paths=paths, provenance=provenance)
-
-
-def _column_labels(*, panels: Mapping[str, pd.DataFrame], column: str | None) -> list[str]:
-    """Return the labels of ``column`` in the panels (categories' order, else sorted)."""
-    if column is None:
-        return [""]
-    labels: list[str] = []
-    for panel in panels.values():
-        values = panel[column]
-        if isinstance(values.dtype, pd.CategoricalDtype):
-            present = set(values.dropna().astype(str))
-            found = [str(c) for c in values.cat.categories if str(c) in present]
-        else:
-            found = sorted(str(v) for v in values.dropna().unique())
-        labels += [label for label in found if label not in labels]
-    return labels
-
-
-def _column_title(label: str, *, column: str | None) -> str:
-    if column is None:
-        return "All households"
-    return style.state_label(column, label)
-
-
-def _groups(profiles: pd.DataFrame, *, column: str | None) -> list[tuple[str, pd.DataFrame]]:
-    if column is None:
-        return [("All households", profiles)]
-    return [
-        (style.state_label(column, str(label)), rows)
-        for label, rows in profiles.groupby(column, observed=True, sort=True)
-    ]
 
 
 def _decorate(axis: Axes, *, title: str, ylabel: str, share: bool) -> None:

@@ -3,7 +3,7 @@ r"""The paper's notation for the tables: parameter symbols, variant, method and 
 
 Tables print no code identifiers: a parameter is its description and symbol (``crra``:
 "Relative risk aversion γ", as ``$\gamma$`` in LaTeX and ``$gamma$`` in Typst), a variant its
-display name (``low_pension``: "Low pension"), a method its name (``dcegm``: "DC-EGM").
+display name (``benefit_cut``: "Benefit cut"), a method its name (``dcegm``: "DC-EGM").
 """
 
 from __future__ import annotations
@@ -14,13 +14,7 @@ from dataclasses import dataclass
 from numbers import Integral
 
 from project import style
-from project.analysis.table_output import (
-    MINUS,
-    Symbol,
-    concatenated,
-    latex_escape,
-    typst_escape,
-)
+from project.analysis.table_output import MINUS, Symbol, latex_escape, typst_escape
 
 
 @dataclass(frozen=True)
@@ -36,17 +30,28 @@ class Notation:
 PARAMETERS: dict[str, Notation] = {
     "crra": Notation("Relative risk aversion", "γ", r"\gamma", "gamma"),
     "beta": Notation("Discount factor", "β", r"\beta", "beta"),
-    "disutility_of_work": Notation("Disutility of work", "δ_τ", r"\delta_\tau", "delta_tau"),
+    "work_cost": Notation("Cost of working (share of consumption)", "κ", r"\kappa", "kappa"),
+    "interest_factor": Notation("Interest factor", "R", "R", "R"),
+    "replacement": Notation("Replacement rate", "π", r"\pi", "pi"),
+    "benefit_scale": Notation("Share of scheduled benefits paid", "φ", r"\phi", "phi"),
+    "claiming_factor": Notation("Claiming factor", "f_a", "f_a", "f_a"),
+    "income_growth": Notation("Permanent income growth", "G_t", "G_t", "G_t"),
+    "permanent_nodes": Notation("Permanent shock", "ψ", r"\psi", "psi"),
+    "transitory_nodes": Notation("Transitory shock", "θ", r"\theta", "theta"),
+    "unemployment_risk": Notation("Unemployment probability", "p_t", "p_t", "p_t"),
+    "bequest_weight": Notation("Bequest weight", "ω", r"\omega", "omega"),
+    "bequest_shift": Notation("Bequest shift", "ζ", r"\zeta", "zeta"),
     "taste_shock_scale": Notation(
         "Taste-shock scale", "σ_ε", r"\sigma_\varepsilon", "sigma_epsilon"
     ),
+    "survival_probabilities": Notation("One-year survival", "s_t", "s_t", "s_t"),
+    "disutility_of_work": Notation("Disutility of work", "δ_τ", r"\delta_\tau", "delta_tau"),
     "r": Notation("Interest rate", "r", "r", "r"),
     "wage": Notation("Wage level", "ω", r"\omega", "omega"),
     "pension": Notation("Pension", "p", "p", "p"),
     "income_rho": Notation("Income persistence", "ρ", r"\rho", "rho"),
     "income_sigma": Notation("Income shock s.d.", "σ_z", r"\sigma_z", "sigma_z"),
     "mandatory_retirement_age": Notation("Mandatory retirement age"),
-    "survival_probabilities": Notation("One-year survival", "s_t", "s_t", "s_t"),
     "mortality_intercept": Notation("Mortality intercept"),
     "mortality_slope": Notation("Mortality slope"),
 }
@@ -63,7 +68,7 @@ def age_label(moment: str) -> str:
 
 
 def variant_name(name: str) -> str:
-    """Return a variant's printed name ("low_pension" -> "Low pension"), as the figures do."""
+    """Return a variant's printed name ("benefit_cut" -> "Benefit cut"), as the figures do."""
     return style.variant_label(name)
 
 
@@ -74,18 +79,10 @@ def type_name(label: object) -> str:
     return style.type_label(str(label))
 
 
-ESTIMATED_MARK = " (estimated)"
-"""Appended to the label of a parameter the pipeline estimated (the parameter table)."""
-
-
-def parameter_label(name: str, *, estimated: bool = False) -> Symbol:
-    """Return a parameter's description followed by its symbol, in every format's markup.
-
-    ``estimated``: mark it as estimated (``ESTIMATED_MARK``), not calibrated.
-    """
+def parameter_label(name: str) -> Symbol:
+    """Return a parameter's description followed by its symbol, in every format's markup."""
     notation = PARAMETERS.get(name) or Notation(_capitalised(name))
-    label = described(notation.description, notation=notation)
-    return concatenated(label, ESTIMATED_MARK) if estimated else label
+    return described(notation.description, notation=notation)
 
 
 def printed_decimals(name: str) -> int:

@@ -4,7 +4,9 @@
 ``task_paper_numbers`` writes to ``<bld>/paper/numbers.json`` and ``paper/paper.typ`` reads
 (``#n.est.baseline.crra``). Values are strings exactly as printed (negative numbers with a true
 minus sign), so a test can find each one in the PDF. A sentence whose direction depends on the
-results ("raises"/"lowers") is generated here, never typed in the paper.
+results ("raises"/"lowers") is generated here, never typed in the paper; a number a sentence
+shares with a table is read from that table's own function (``summary_statistics``), so the
+two cannot disagree.
 """
 
 from __future__ import annotations
@@ -25,7 +27,11 @@ from project.analysis.estimation import (
     misfit_sentence,
     step_sentence,
 )
-from project.analysis.extended import extended_estimates, extended_numbers, extended_sentence
+from project.analysis.model_numbers import (
+    calibration_numbers,
+    calibration_sentence,
+    setup_numbers,
+)
 from project.analysis.notation import (
     AT_BOUND,
     joined,
@@ -40,28 +46,19 @@ from project.analysis.notation import (
 from project.analysis.replication import replication_numbers, replication_sentence
 from project.analysis.robustness import Welfare, read_welfare, robustness_estimates_sentence
 from project.analysis.tables import (
-    ALL_TYPES,
-    MEAN_RETIREMENT_AGE,
-    MEAN_WEALTH,
-    RETIREMENT_AGE,
-    SHARE_WHO_RETIRE,
-    SHARE_YEARS_RETIRED,
+    CONSUMPTION_CHANGE,
+    MEAN_CLAIM_AGE,
+    MEAN_WEALTH_AT_PROBE,
+    MEDIAN_RATIO,
+    RATIO_AGES,
+    SHARE_AT_EARLIEST,
     STATISTIC,
     printed_statistic,
-    probe_age,
-    retirement_age_table,
     summary_statistics,
-    wealth_at_age_row,
-)
-from project.analysis.welfare_text import (
-    monte_carlo_sentence,
-    precise_types_sentence,
-    welfare_sentence,
 )
 from project.calibration import load_calibration
 from project.data.replication import read_profiles
 from project.data.scf import IMPLICATES, WAVES
-from project.errors import ConfigurationError
 from project.estimation.inference import CONFIDENCE
 from project.estimation.inputs import largest_simulation_share
 from project.estimation.products import SavedEstimation, load_estimation
@@ -74,41 +71,12 @@ from project.provenance import product_provenance
 from project.style import method_name
 
 RERUN = "Run pytask to rebuild it."
-RETIREMENT_AGE_DECIMALS = 1
-VARIANT_NAMES = {
-    "baseline": "the baseline",
-    "low_pension": "the low-pension variant",
-    "baseline_grid": "the baseline solved by grid search",
-    "from_25": "the model from age 25",
-}
-
-
-def model_numbers(
-    *, specifications: Mapping[str, Mapping[str, Any]], female_share: float
-) -> dict[str, str]:
-    """Return the model's facts the text states (baseline's sizes and params, the cut)."""
-    baseline, cut = specifications["baseline"], specifications["low_pension"]
-    params, sizes = baseline["params"], baseline["sizes"]
-    start = int(sizes.get("start_age", 50))
-    n_periods = int(sizes["n_periods"])
-    return {
-        "start_age": str(start),
-        "end_age": str(start + n_periods - 1),
-        "n_periods": str(n_periods),
-        "mandatory_age": number(params["mandatory_retirement_age"], decimals=0),
-        "pension": number(params["pension"], decimals=2),
-        "pension_cut": number(cut["params"]["pension"], decimals=2),
-        "taste_scale": number(params["taste_shock_scale"], decimals=2),
-        "n_income": str(int(sizes.get("n_income", 5))),
-        "n_savings": str(int(sizes["n_savings"])),
-        "n_wealth": str(int(sizes["n_wealth"])),
-        "n_consumption": str(int(sizes["n_consumption"])),
-        "female_share": percent(female_share, decimals=0),
-    }
+BASE, CUT = "baseline", "benefit_cut"
+VARIANT_NAMES = {BASE: "the baseline", CUT: "the benefit cut"}
 
 
 def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, Any]:
-    """Return each variant's estimates, standard errors and J-test, and the moments' ages."""
+    """Return each estimation's estimates, standard errors and J-test, and the moments' facts."""
     numbers: dict[str, Any] = {"confidence": percent(CONFIDENCE, decimals=0)}
     sentences = []
     for variant, saved in estimates.items():
@@ -127,27 +95,31 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         sentences.append(_estimation_sentence(variant, own, saved))
     first = next(iter(estimates.values()))
     ages = [age_label(m) for m in first.moments["moment"]]
-    numbers["ages"] = f"{ages[0]} to {ages[-1]}".replace("-", "\u2013")
     settings = first.summary["settings"]
-    numbers["n_subjects"] = f"{int(settings['n_subjects']):,}"
-    numbers["simulation_share"] = percent(largest_simulation_share(first.moments))
-    numbers["step_sentence"] = step_sentence(first)
-    numbers["misfit_sentence"] = misfit_sentence(first)
-    numbers["correlation_sentence"] = correlation_sentence(first)
-    numbers["j_inflation_sentence"] = j_inflation_sentence(first)
-    numbers["start"] = joined(
-        [f"{symbol(name)} = {float(settings['start'][name]):g}" for name in settings["estimated"]]
-    )
-    numbers["n_households"] = f"{round(float(first.moments['n_data'].sum())):,}"
-    numbers["n_starts"] = str(int(settings["n_starts"]))
-    numbers["multistart"] = int(settings["n_starts"]) > 1
-    numbers["n_halton"] = str(halton_points(int(settings["n_starts"])))
-    numbers["bounds"] = joined(
-        [
-            f"{symbol(row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
-            for row in first.estimates.itertuples(index=False)
-        ]
-    )
+    numbers |= {
+        "ages": f"{ages[0]} to {ages[-1]}".replace("-", "\u2013"),
+        "n_subjects": f"{int(settings['n_subjects']):,}",
+        "simulation_share": percent(largest_simulation_share(first.moments)),
+        "step_sentence": step_sentence(first),
+        "misfit_sentence": misfit_sentence(first),
+        "correlation": number(first.correlation, decimals=2),
+        "correlation_sentence": correlation_sentence(first),
+        "j_inflation_sentence": j_inflation_sentence(first),
+        "start": joined(
+            [f"{symbol(n)} = {float(settings['start'][n]):g}" for n in settings["estimated"]]
+        ),
+        "n_households": f"{round(float(first.moments['n_data'].sum())):,}",
+        "n_starts": str(int(settings["n_starts"])),
+        "multistart": int(settings["n_starts"]) > 1,
+        "n_halton": str(halton_points(int(settings["n_starts"]))),
+        "bounds": joined(
+            [
+                f"{symbol(row.param)} in [{row.lower_bound:g}, {row.upper_bound:g}]"
+                for row in first.estimates.itertuples(index=False)
+            ]
+        ),
+        "crra_lower": f"{float(settings['bounds']['crra'][0]):g}",
+    }
     return {"numbers": numbers, "sentence": " ".join(sentences)}
 
 
@@ -175,88 +147,50 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
     return sentence
 
 
-def retirement_ages(
-    *, panels: Mapping[str, pd.DataFrame], weights: Mapping[str, pd.DataFrame]
-) -> dict[str, dict[str, float]]:
-    """Return each variant's mean retirement age by type, as its table prints them (weighted)."""
-    table = retirement_age_table(panels=panels, weights=weights)
-    ages: dict[str, dict[str, float]] = {}
-    for variant in panels:
-        rows = table[(table["Variant"] == variant_name(variant)) & (table["Type"] != ALL_TYPES)]
-        ages[variant] = dict(zip(rows["Type"], rows[RETIREMENT_AGE].astype(float), strict=True))
-    return ages
+def results_numbers(*, panels: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
+    """Return the outcomes the text states, as the summary table prints them, and sentences."""
+    table = summary_statistics(panels={v: panels[v] for v in (BASE, CUT)}).set_index(STATISTIC)
 
+    def printed(row: str, variant: str) -> str:
+        return printed_statistic(row, float(table.loc[row, variant_name(variant)]))
 
-def printed_wealth_at_probe(
-    *,
-    panels: Mapping[str, pd.DataFrame],
-    weights: Mapping[str, pd.DataFrame],
-    specifications: Mapping[str, Mapping[str, Any]],
-) -> tuple[float, dict[str, float]]:
-    """Return the probe age and each variant's mean wealth there, as the summary table prints it."""
-    age = probe_age(specifications)
-    if age is None:
-        msg = (
-            f"Variants {sorted(specifications)} do not all state one mandatory retirement age "
-            "in their model.json params, so the paper has no common age at which to compare "
-            "their wealth. Give the counterfactual the status quo's retirement age."
-        )
-        raise ConfigurationError(msg)
-    table = summary_statistics(
-        panels=panels, weights=weights, specifications=specifications
-    ).set_index(STATISTIC)
-    row = wealth_at_age_row(age)
-    return age, {v: float(printed_statistic(row, table.loc[row, variant_name(v)])) for v in panels}
-
-
-def results_numbers(
-    *,
-    panels: Mapping[str, pd.DataFrame],
-    weights: Mapping[str, pd.DataFrame],
-    specifications: Mapping[str, Mapping[str, Any]],
-) -> dict[str, Any]:
-    """Return retirement ages by type and variant, and the cut's effect on wealth."""
-    ages = retirement_ages(panels=panels, weights=weights)
-    numbers: dict[str, Any] = {
-        v: {t: number(a, decimals=RETIREMENT_AGE_DECIMALS) for t, a in by_type.items()}
-        for v, by_type in ages.items()
+    numbers = {
+        variant: {
+            "share_earliest": percent(float(printed(SHARE_AT_EARLIEST, variant))),
+            "claim_age": printed(MEAN_CLAIM_AGE, variant),
+            "wealth_probe": printed(MEAN_WEALTH_AT_PROBE, variant),
+            "consumption_change": percent(abs(float(printed(CONSUMPTION_CHANGE, variant)))),
+            **{
+                f"ratio_{age:.0f}": printed(MEDIAN_RATIO.format(age=age), variant)
+                for age in RATIO_AGES
+            },
+        }
+        for variant in (BASE, CUT)
     }
-    results = (
-        "In the baseline, "
-        + joined([f"{t.lower()} households retire at {a}" for t, a in numbers["baseline"].items()])
-        + " on average."
-    )
-    pair = ("baseline", "low_pension")
-    probe, wealth = printed_wealth_at_probe(
-        panels={v: panels[v] for v in pair},
-        weights={v: weights[v] for v in pair if v in weights},
-        specifications={v: specifications[v] for v in pair},
-    )
-    change = wealth["low_pension"] / wealth["baseline"] - 1
+    base, cut = numbers[BASE], numbers[CUT]
+    change = float(cut["wealth_probe"]) / float(base["wealth_probe"]) - 1
     numbers["wealth_change"] = percent(abs(change))
-    numbers["probe_age"] = number(probe, decimals=0)
-    direction = "raises" if change > 0 else "lowers"
-    moves = []
-    for pref_type, before in ages["baseline"].items():
-        old, new = numbers["baseline"][pref_type], numbers["low_pension"][pref_type]
-        shift = ages["low_pension"][pref_type] - before
-        if old == new:
-            moves.append(f"{pref_type.lower()} households keep retiring at {old} on average")
-            continue
-        verb = "postpone" if shift > 0 else "advance"
-        moves.append(
-            f"{pref_type.lower()} households {verb} retirement on average (from {old} to {new})"
-        )
+    drop = float(printed(CONSUMPTION_CHANGE, BASE))
+    young, old = (f"{age:.0f}" for age in RATIO_AGES)
+    results = (
+        f"At the estimates, {base['share_earliest']} of the workers alive at the earliest "
+        f"claiming age claim then, and the mean claiming age is {base['claim_age']}. The median "
+        f"household holds {base[f'ratio_{young}']} times its permanent income at {young} and "
+        f"{base[f'ratio_{old}']} times at {old}, and its consumption "
+        f"{'falls' if drop < 0 else 'rises'} by {base['consumption_change']} on average from "
+        "the claiming year to the first retired year, when the cost of working ends."
+    )
     counterfactual = (
-        f"The cut {direction} mean wealth at age {numbers['probe_age']} by "
-        f"{numbers['wealth_change']} (the table of simulated outcomes by variant), and "
-        + joined(moves)
-        + "."
+        f"The cut {'raises' if change > 0 else 'lowers'} mean wealth at the last age before "
+        f"the earliest claim by {numbers['wealth_change']} (from {base['wealth_probe']} to "
+        f"{cut['wealth_probe']} times permanent income at 25), moves the mean claiming age "
+        f"from {base['claim_age']} to {cut['claim_age']} and the share of workers claiming at "
+        f"the earliest age from {base['share_earliest']} to {cut['share_earliest']}."
     )
     return {"numbers": numbers, "results": results, "counterfactual": counterfactual}
 
 
-def calibration_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+def reweighting_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
     """Return the smallest effective-sample share and the largest weight ratio of all variants.
 
     Printed as bounds ("at least", "no weight above"): the share rounded down, the ratio up.
@@ -269,23 +203,13 @@ def calibration_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str,
     }
 
 
-def method_sentence(methods: Mapping[str, str], *, sizes: Mapping[str, Any]) -> str:
-    """Return which method solved which variant (read from the saved solutions) and the check."""
+def method_sentence(methods: Mapping[str, str]) -> str:
+    """Return which method solved which variant (read from the saved solutions)."""
     by_method: dict[str, list[str]] = {}
     for variant, method in methods.items():
-        if variant == "baseline_grid":  # the cross-check: its own sentence below
-            continue
         by_method.setdefault(method_name(method), []).append(VARIANT_NAMES.get(variant, variant))
     parts = [f"{joined(names)} by {method}" for method, names in by_method.items()]
-    sentence = "The build solved " + "; ".join(parts) + "."
-    if "baseline_grid" in methods:
-        check = method_name(methods["baseline_grid"])
-        sentence += (
-            f" As a cross-check, it also solved the baseline by {check} over "
-            f"{sizes['n_consumption']} consumption points at each of {sizes['n_wealth']} wealth "
-            "points (the variant \u201cBaseline (grid search)\u201d)."
-        )
-    return sentence
+    return "The build solved " + "; ".join(parts) + "."
 
 
 def provenance_numbers(provenance: Mapping[str, str]) -> dict[str, Any]:
@@ -319,22 +243,23 @@ def paper_numbers(
     calibration_summaries: Mapping[str, Mapping[str, Any]],
     calibration_tables: Mapping[str, pd.DataFrame],
     panels: Mapping[str, pd.DataFrame],
-    weights: Mapping[str, pd.DataFrame],
     welfare: Mapping[str, Any],
     validation: Mapping[str, Any],
     provenance: Mapping[str, str],
+    initial_distribution: Mapping[str, Any],
     female_share: float,
 ) -> dict[str, Any]:
     """Return the nested mapping of every number and result sentence of the paper."""
-    model = model_numbers(specifications=specifications, female_share=female_share)
-    model["n_subjects"] = f"{panels['baseline']['subject_id'].nunique():,}"
-    estimation = estimation_numbers(estimates)
-    results = results_numbers(
-        panels=panels,
-        weights=weights,
-        specifications=specifications,
+    model = setup_numbers(
+        specification=specifications[BASE],
+        counterfactual=specifications[CUT],
+        initial_distribution=initial_distribution,
+        female_share=female_share,
     )
-    welfare_text = welfare_sentence(welfare)
+    model["n_subjects"] = f"{panels[BASE]['subject_id'].nunique():,}"
+    estimation = estimation_numbers(estimates)
+    status_quo = estimates[next(iter(estimates))]
+    results = results_numbers(panels=panels)
     return {
         "model": model,
         "data": {
@@ -344,81 +269,34 @@ def paper_numbers(
             "implicates": str(IMPLICATES),
         },
         "est": estimation["numbers"],
-        "calibration": calibration_numbers(calibration_summaries),
+        "kappa": calibration_numbers(status_quo),
+        "calibration": reweighting_numbers(calibration_summaries),
         "results": results["numbers"],
         "welfare": dict(welfare["numbers"]),
         "validation": dict(validation["numbers"]),
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
-        "extended": next((extended_numbers(e) for e in extended_estimates(estimates).values()), {}),
         "text": {
-            "abstract_result": welfare_text["abstract"],
+            "abstract_result": welfare["abstract"],
             "calibration_targets": calibration_targets_sentence(
-                calibration_tables["baseline"], whose="The baseline\u2019s weights"
+                calibration_tables[BASE], whose="The baseline\u2019s weights"
             ),
-            "method": method_sentence(methods, sizes=specifications["baseline"]["sizes"]),
+            "method": method_sentence(methods),
             "validation": validation["sentence"],
             "estimation": estimation["sentence"],
+            "kappa": calibration_sentence(status_quo),
             "results": results["results"],
             "counterfactual": results["counterfactual"],
-            "welfare": welfare_text["sentence"]
-            + precise_types_sentence(
-                welfare,
-                retirement_ages={v: results["numbers"][v] for v in ("baseline", "low_pension")},
-                mandatory_age=model["mandatory_age"],
-            ),
-            "robustness": robustness_sentence(panels=panels, weights=weights, validation=validation)
-            + monte_carlo_sentence(welfare),
+            "welfare": welfare["sentence"],
             "robustness_estimates": robustness_estimates_sentence(
-                baseline=estimates[next(iter(estimates))],
+                baseline=status_quo,
                 checks=robustness,
                 specs=robustness_specs,
                 welfare=robustness_welfare,
             ),
             "replication": replication_sentence(replication),
-            "extended": " ".join(
-                extended_sentence(e) for e in extended_estimates(estimates).values()
-            ),
         },
     }
-
-
-def robustness_sentence(
-    *,
-    panels: Mapping[str, pd.DataFrame],
-    weights: Mapping[str, pd.DataFrame],
-    validation: Mapping[str, Any],
-) -> str:
-    """Return the robustness paragraph: DC-EGM against grid search, and the grid's resolution.
-
-    Every number is one the summary statistics table prints for the two baselines (weighted
-    statistics of the living), so a reader finds them there.
-    """
-    if "baseline_grid" not in panels:
-        return str(validation.get("robustness", ""))
-    pair = ("baseline", "baseline_grid")
-    table = summary_statistics(
-        panels={v: panels[v] for v in pair}, weights={v: weights[v] for v in pair if v in weights}
-    ).set_index(STATISTIC)
-    printed = {
-        row: [printed_statistic(row, table.loc[row, variant_name(v)]) for v in pair]
-        for row in (SHARE_YEARS_RETIRED, SHARE_WHO_RETIRE, MEAN_RETIREMENT_AGE, MEAN_WEALTH)
-    }
-    wealth = printed.pop(MEAN_WEALTH)
-    base, grid = (float(value) for value in wealth)
-    parts = [
-        f"a {row.lower()} of {new} " + ("under both" if new == old else f"(DC-EGM: {old})")
-        for row, (old, new) in printed.items()
-    ]
-    direction = "higher" if grid > base else "lower"
-    parts.append(
-        f"a mean wealth {percent(abs(grid / base - 1))} {direction} ({wealth[1]} against "
-        f"{wealth[0]})"
-    )
-    return (
-        "In the table of simulated outcomes by variant, solving the baseline by grid search "
-        f"instead of DC-EGM gives {joined(parts)}. " + str(validation.get("robustness", ""))
-    )
 
 
 def write_paper_numbers(
@@ -433,12 +311,16 @@ def write_paper_numbers(
     calibration_directories: Mapping[str, Path],
     bundle_directories: Mapping[str, Path],
     results: Mapping[str, Path],
+    initial_distribution: Mapping[str, Any],
     female_share: float,
     path: Path,
 ) -> Path:
     """Read the products (each verified by its loader) and write the paper's numbers to ``path``."""
     specifications = {v: read_specification(p) for v, p in specification_files.items()}
     calibrations = {v: load_calibration(d) for v, d in calibration_directories.items()}
+    welfare = read_json_object(
+        results["welfare"], kind="welfare", hint=RERUN, required=("numbers", "text")
+    )
     numbers = paper_numbers(
         specifications=specifications,
         methods={v: solution_method(directory=d) for v, d in solution_directories.items()},
@@ -451,14 +333,12 @@ def write_paper_numbers(
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
         calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},
-        weights={v: c.weights for v, c in calibrations.items()},
-        welfare=read_json_object(
-            results["welfare"], kind="welfare", hint=RERUN, required=("numbers",)
-        ),
+        welfare={"numbers": welfare["numbers"], **welfare["text"]},
         validation=read_json_object(
             results["validation"], kind="validation", hint=RERUN, required=("numbers",)
         ),
         provenance=product_provenance(config=specifications),
+        initial_distribution=initial_distribution,
         female_share=female_share,
     )
     text = json.dumps(numbers, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -1,136 +1,111 @@
-"""Weighted statistics of a simulated panel's living rows: retirement, income, means, medians.
+"""Statistics of a simulated panel of the pipeline's model: levels, claims, medians.
 
-``with_weights`` keeps the living rows of a panel (``SimulationResult.to_dataframe()``) with
-the subjects' calibrated weights; ``retirements`` finds each subject's first retired year (the
-year it is retired or chooses to retire, ``is_retired``) and the log change of its consumption
-from the year before; ``income_of`` gives each row's income (labour income while working, the
-pension in retirement) from the variant's parameters.
+The panel is the simulation bundle's table (``project.pipeline.save_variant_bundle``) of
+``lifecycle_normalised``: wealth and consumption are stated in units of the row's normaliser
+(permanent income while working, the pension after the claim) and ``income_unit`` is that
+normaliser over permanent income at the first age, so ``wealth * income_unit`` is cash on hand
+in units of permanent income at 25: levels, comparable across households, ages and variants
+(the variants share the simulated shocks). A worker who claims at age t still works at t and
+is retired from t + 1 (regime ``retired``).
+
+``living_levels`` keeps the rows of the living with levels and flags; ``claims`` gives each
+household's claiming age and the change of its consumption from its last working year to its
+first retired year, in levels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
 
-from project.analysis.profiles import is_retired
 from project.calibration.panel import living_rows
-from project.calibration.weighting import attach_weights
 
+WORKING, RETIRED, CLAIM = "working", "retired", "claim"
+NEEDED = ("subject_id", "age", "regime", "claim", "wealth", "consumption", "income_unit")
 HALF_TOLERANCE = 1e-12
 
 
-def with_weights(*, panel: pd.DataFrame, weights: pd.DataFrame | None) -> pd.DataFrame:
-    """Return the living rows, sorted by subject and age, with ``retired`` and ``weight``.
+def living_levels(panel: pd.DataFrame) -> pd.DataFrame:
+    """Return the living rows, sorted by subject and age, with levels and flags.
 
-    Columns: ``subject_id``, ``age``, ``wealth``, ``consumption``, ``retired`` (0/1),
-    ``weight`` (1 without ``weights``), and ``pref_type``, ``income_code`` (-1: missing),
-    ``labor_income`` where the panel has them; ``attrs["n_income"]``: the income categories.
+    Columns: ``subject_id``, ``age``, ``retired`` (in the retired regime), ``deciding`` (a
+    worker whose claim was drawn: every worker), ``claims`` (a worker who claims this year),
+    ``wealth`` and ``consumption`` in levels (units of permanent income at the first age),
+    ``assets_ratio`` (the model's wealth-to-income ratio, the SCF statistic) where the panel
+    has ``wealth_to_income``. Raises ``KeyError`` naming the columns the panel lacks.
     """
-    alive = living_rows(panel=panel)
-    if "subject_id" not in alive.columns:
-        alive = alive.assign(subject_id=np.zeros(len(alive), dtype=np.int64))
-    weight = (
-        np.ones(len(alive))
-        if weights is None
-        else attach_weights(panel=alive[["subject_id"]], weights=weights)["weight"].to_numpy(
-            dtype=float
+    missing = [c for c in NEEDED if c not in panel.columns]
+    if missing:
+        msg = (
+            f"The panel lacks the columns {missing}; it has {list(panel.columns)}. It must be "
+            "a simulation bundle of lifecycle_normalised (project.pipeline.save_variant_bundle)."
         )
-    )
+        raise KeyError(msg)
+    alive = living_rows(panel=panel)
+    regime = alive["regime"].astype(str).to_numpy()
+    claim = alive["claim"].astype("string").fillna("").to_numpy(dtype=str)
+    unit = alive["income_unit"].to_numpy(dtype=float)
     frame = pd.DataFrame(
         {
             "subject_id": alive["subject_id"].to_numpy(),
             "age": alive["age"].to_numpy(dtype=float),
-            "wealth": alive["wealth"].to_numpy(dtype=float),
-            "consumption": alive["consumption"].to_numpy(dtype=float),
-            "retired": is_retired(alive).to_numpy(dtype=float),
-            "weight": weight,
+            "retired": regime == RETIRED,
+            "deciding": regime == WORKING,
+            "claims": (regime == WORKING) & (claim == CLAIM),
+            "wealth": alive["wealth"].to_numpy(dtype=float) * unit,
+            "consumption": alive["consumption"].to_numpy(dtype=float) * unit,
         }
     )
-    if "pref_type" in alive.columns:
-        frame["pref_type"] = alive["pref_type"].to_numpy()
-    if "labor_income" in alive.columns:
-        frame["labor_income"] = alive["labor_income"].to_numpy(dtype=float)
-    n_income = None
-    if "income" in alive.columns:
-        income = alive["income"]
-        if isinstance(income.dtype, pd.CategoricalDtype):
-            frame["income_code"] = income.cat.codes.to_numpy(dtype=np.int64)
-            n_income = len(income.cat.categories)
-        else:
-            frame["income_code"] = pd.to_numeric(income).fillna(-1).to_numpy(dtype=np.int64)
-    frame = frame.sort_values(["subject_id", "age"], kind="stable").reset_index(drop=True)
-    frame.attrs["n_income"] = n_income
-    return frame
+    if "wealth_to_income" in alive.columns:
+        frame["assets_ratio"] = alive["wealth_to_income"].to_numpy(dtype=float)
+    return frame.sort_values(["subject_id", "age"], kind="stable").reset_index(drop=True)
 
 
-def retirements(frame: pd.DataFrame) -> pd.DataFrame:
-    """Return one row per subject: weight, type, whether and at what age it first retires.
+def claims(frame: pd.DataFrame) -> pd.DataFrame:
+    """Return one row per household: whether and at what age it claims, its consumption change.
 
-    ``consumption_change`` is log consumption in the first retired year less that in the
-    year before (missing when the subject is retired in its first year or the years are not
-    consecutive). ``frame`` is ``with_weights``'s.
+    ``frame`` is ``living_levels``'s. ``claim_age``: the age of its claim (missing if it never
+    claims while alive); ``consumption_change``: log consumption (levels) in its first retired
+    year less that in its claiming year (missing if it dies in between).
     """
-    subjects = frame.groupby("subject_id", sort=True).agg(
-        weight=("weight", "first"),
-        **({"pref_type": ("pref_type", "first")} if "pref_type" in frame.columns else {}),
-    )
-    retired = frame["retired"].to_numpy() > 0
-    first = frame.loc[retired].groupby("subject_id", sort=True).head(1)
+    ids = frame["subject_id"].to_numpy()
+    subjects = pd.DataFrame(index=pd.Index(np.unique(ids), name="subject_id"))
+    claiming = frame.loc[frame["claims"].to_numpy(dtype=bool)]
+    first = claiming.groupby("subject_id", sort=True).head(1)
     position = first.index.to_numpy()
-    previous = position - 1
-    ids, ages = frame["subject_id"].to_numpy(), frame["age"].to_numpy()
-    consumption = frame["consumption"].to_numpy()
-    has_previous = previous >= 0
-    previous = np.where(has_previous, previous, 0)
+    following = np.minimum(position + 1, len(frame) - 1)
     consecutive = (
-        has_previous & (ids[previous] == ids[position]) & (ages[previous] == ages[position] - 1)
+        (position + 1 < len(frame))
+        & (ids[following] == ids[position])
+        & (frame["age"].to_numpy()[following] == frame["age"].to_numpy()[position] + 1)
+        & frame["retired"].to_numpy(dtype=bool)[following]
     )
+    consumption = frame["consumption"].to_numpy()
     with np.errstate(divide="ignore", invalid="ignore"):
-        change = np.log(consumption[position]) - np.log(consumption[previous])
-    change = np.where(consecutive & np.isfinite(change), change, np.nan)
-    at_first = pd.DataFrame(
-        {"retirement_age": ages[position], "consumption_change": change},
+        change = np.log(consumption[following]) - np.log(consumption[position])
+    at_claim = pd.DataFrame(
+        {
+            "claim_age": frame["age"].to_numpy()[position],
+            "consumption_change": np.where(consecutive & np.isfinite(change), change, np.nan),
+        },
         index=pd.Index(ids[position], name="subject_id"),
     )
-    subjects = subjects.join(at_first, how="left")
-    subjects["retires"] = subjects["retirement_age"].notna()
+    subjects = subjects.join(at_claim, how="left")
+    subjects["claimed"] = subjects["claim_age"].notna()
     return subjects.reset_index()
 
 
-def income_of(frame: pd.DataFrame, *, specification: Mapping[str, Any] | None) -> pd.Series | None:
-    """Return each row's income: labour income while working, the pension once retired.
-
-    Labour income is the panel's ``labor_income`` or ``wage * exp(node)`` of the Rouwenhorst
-    nodes of ``income_rho`` and ``income_sigma`` (the model's ``labor_income``). None when
-    ``specification`` (a ``model.json`` content) or the panel lack what it needs.
-    """
-    if specification is None:
-        return None
-    params, sizes = specification.get("params", {}), specification.get("sizes", {})
-    if "pension" not in params:
-        return None
-    labour = (
-        frame["labor_income"].to_numpy(dtype=float)
-        if "labor_income" in frame.columns
-        else _labour_income(frame, params=params, sizes=sizes)
-    )
-    if labour is None:
-        return None
-    retired = frame["retired"].to_numpy() > 0
-    income = np.where(retired, float(params["pension"]), labour)
-    if not np.isfinite(income).all():
-        return None
-    return pd.Series(income, index=frame.index)
+def share_claiming_at(frame: pd.DataFrame, *, age: float) -> float:
+    """Return the share of the workers alive at ``age`` who claim there (NaN without any)."""
+    deciding = frame.loc[frame["deciding"].to_numpy(dtype=bool) & (frame["age"] == age)]
+    return float(deciding["claims"].mean()) if len(deciding) else float("nan")
 
 
-def weighted_mean(values: Sequence[float] | pd.Series, weights: Sequence[float]) -> float:
-    """Return the weighted mean (NaN without weight)."""
-    values, weights = np.asarray(values, dtype=float), np.asarray(weights, dtype=float)
-    total = weights.sum()
-    return float(np.dot(values, weights) / total) if total > 0 else float("nan")
+def at_ages(frame: pd.DataFrame, column: str, *, ages: Sequence[float]) -> pd.Series:
+    """Return ``column`` of the rows whose age is in ``ages``."""
+    return frame.loc[np.isin(frame["age"].to_numpy(), np.asarray(ages, dtype=float)), column]
 
 
 def weighted_median(values: Sequence[float] | pd.Series, weights: Sequence[float]) -> float:
@@ -146,27 +121,3 @@ def weighted_median(values: Sequence[float] | pd.Series, weights: Sequence[float
     if abs(share[index] - 0.5) <= HALF_TOLERANCE and index + 1 < values.size:
         return float((values[index] + values[index + 1]) / 2)
     return float(values[index])
-
-
-def _labour_income(
-    frame: pd.DataFrame, *, params: Mapping[str, Any], sizes: Mapping[str, Any]
-) -> np.ndarray | None:
-    from project.models.income import rouwenhorst_nodes  # noqa: PLC0415 (JAX, only here)
-
-    n_nodes = frame.attrs.get("n_income") or sizes.get("n_income")
-    needed = ("wage", "income_rho", "income_sigma")
-    if "income_code" not in frame.columns or n_nodes is None or not set(needed) <= set(params):
-        return None
-    nodes = np.asarray(
-        rouwenhorst_nodes(
-            n_nodes=int(n_nodes),
-            rho=float(params["income_rho"]),
-            sigma=float(params["income_sigma"]),
-        ),
-        dtype=float,
-    )
-    codes = frame["income_code"].to_numpy()
-    valid = (codes >= 0) & (codes < nodes.size)
-    return np.where(
-        valid, float(params["wage"]) * np.exp(nodes[np.clip(codes, 0, nodes.size - 1)]), np.nan
-    )

@@ -42,7 +42,7 @@ PAPER_TABLES = (
     "estimation_searches",
     "identification",
     "summary_statistics",
-    "retirement_age",
+    "claiming_ages",
     "welfare",
     "robustness",
     "replication",

@@ -8,7 +8,7 @@ degrees of freedom and p-value and, for a check that only leaves moments out, Ha
 of those moments (the difference of the two J-statistics, chi-square with as many degrees of
 freedom as moments left out, under the same diagonal efficient weighting).
 ``robustness_estimates_sentence`` says, in figures the table prints, how far the checks move
-the estimates and what the tests find, and, given ``Welfare``, the pension cut's λ at each
+the estimates and what the tests find, and, given ``Welfare``, the benefit cut's λ at each
 check's estimates (``project.analysis.robustness_welfare``); ``write_robustness_table`` writes
 the table as LaTeX, Typst and Markdown.
 """
@@ -47,14 +47,15 @@ LAMBDA = "λ (%)"
 LAMBDA_DECIMALS = 2
 CAPTION = (
     "Robustness of the estimates: the preferences estimated again with one assumption changed "
-    "at a time, each by a local search from the baseline's estimates, on the same SCF moments "
-    "(fewer where the age range changes) and simulated households. Standard errors include the "
-    "simulation noise; J is the test of the over-identifying restrictions with df degrees of "
-    "freedom (moments less estimated parameters) and p its p-value; C, for a check that only "
-    "leaves moments out, is Hansen's test of those moments (the baseline's J less the check's, "
-    "chi-square with as many degrees of freedom as moments left out) and p (C) its p-value; "
-    "λ is the pension cut's consumption equivalent with both variants solved again in float64 at "
-    "the row's estimates and assumptions."
+    "at a time, each round by a local search from the baseline's estimates, the cost of "
+    "working κ calibrated again to the claiming fact, on the same SCF moments (fewer where the "
+    "age range changes) and simulated households. Standard errors include the simulation "
+    "noise and let κ follow the estimates; J is the test of the over-identifying restrictions "
+    "with df degrees of freedom (moments less estimated parameters) and p its p-value; C, for "
+    "a check that only leaves moments out, is Hansen's test of those moments (the baseline's J "
+    "less the check's, chi-square with as many degrees of freedom as moments left out) and "
+    "p (C) its p-value; λ is the benefit cut's consumption equivalent with both variants "
+    "solved again at the row's estimates and assumptions."
 )
 
 
@@ -73,7 +74,7 @@ def robustness_table(
 
     A standard error at a bound is the text "at a bound"; ``table_formats`` gives each
     numeric column's printed decimals, which the paper's sentence prints too. ``welfare``
-    adds the pension cut's λ (in percent) of the baseline and of every check.
+    adds the benefit cut's λ (in percent) of the baseline and of every check.
     """
     rows = [_row(BASELINE_LABEL, baseline) | {"C": None, "p (C)": ""}]
     for name, saved in checks.items():
@@ -90,7 +91,7 @@ def robustness_table(
 
 @dataclass(frozen=True)
 class Welfare:
-    """The pension cut's λ (a share) at the baseline's estimates and at each check's."""
+    """The benefit cut's λ (a share) at the baseline's estimates and at each check's."""
 
     baseline: float
     checks: Mapping[str, float]
@@ -101,15 +102,20 @@ class Welfare:
     """That interval's ends (shares), where it is printed."""
 
 
-def table_formats(params: Sequence[str], *, welfare: bool = False) -> dict[str, str]:
-    """Return the number format of each numeric column of the table for ``params``."""
+def table_formats(
+    params: Sequence[str], *, welfare: bool = False, calibrated: Sequence[str] = ()
+) -> dict[str, str]:
+    """Return the number format of each numeric column of the table for ``params``.
+
+    ``calibrated``: the params calibrated jointly with the estimates, whose values it shows.
+    """
     formats = {
         "J": f"{{:.{J_DECIMALS}f}}",
         "C": f"{{:.{J_DECIMALS}f}}",
     }
     if welfare:
         formats[LAMBDA] = f"{{:.{LAMBDA_DECIMALS}f}}"
-    for param in params:
+    for param in [*params, *calibrated]:
         formats[symbol(param)] = f"{{:.{printed_decimals(param)}f}}"
     return formats
 
@@ -143,11 +149,14 @@ def c_test(
 ) -> tuple[float, int, float] | None:
     """Return Hansen's C test of the moments ``check`` leaves out: (C, df, p-value).
 
-    None unless the check changes no param and its moments are a strict subset of the
-    baseline's (the two J-statistics then weigh the common moments alike).
+    None unless the check changes nothing of the model (no param, profile or size) and its
+    moments are a strict subset of the baseline's (the two J-statistics then weigh the common
+    moments alike). With a param calibrated jointly, the check calibrates it again on fewer
+    moments' estimates, so the two J-statistics are taken at slightly different values of it.
     """
     kept, full = set(check.moments["moment"]), set(baseline.moments["moment"])
-    if spec.get("params") or not kept < full:
+    changes_model = spec.get("params") or spec.get("profiles") or spec.get("sizes")
+    if changes_model or not kept < full:
         return None
     statistic = float(baseline.summary["j_statistic"]) - float(check.summary["j_statistic"])
     dof = len(full - kept)
@@ -163,6 +172,9 @@ def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
             AT_BOUND if estimate.at_bound else number(estimate.std_error, decimals=decimals)
         )
     summary = saved.summary
+    calibrated = summary.get("calibrated") or {}
+    if calibrated:
+        row[symbol(str(calibrated["param"]))] = float(calibrated["value"])
     row["J"] = float(summary["j_statistic"])
     row["df"] = int(summary["j_dof"])
     row["p"] = p_value(float(summary["j_p_value"]))
@@ -214,7 +226,7 @@ def robustness_estimates_sentence(
             low, high = (100 * bound for bound in welfare.bounds)  # the table's λ is in percent
             outside = _outside_clause(found, low, high, named=False)
         sentences.append(
-            f"At each check's estimates, the pension cut's {clause}{interval}{outside}."
+            f"At each check's estimates, the benefit cut's {clause}{interval}{outside}."
         )
     return " ".join(sentences)
 
@@ -351,7 +363,11 @@ def write_robustness_table(
     return write_table_files(
         table=robustness_table(baseline=baseline, checks=checks, specs=specs, welfare=welfare),
         paths=paths,
-        formats=table_formats(list(baseline.estimates["param"]), welfare=welfare is not None),
+        formats=table_formats(
+            list(baseline.estimates["param"]),
+            welfare=welfare is not None,
+            calibrated=[c["param"] for c in [baseline.summary.get("calibrated")] if c],
+        ),
         caption=CAPTION,
         label="tab:robustness",
         font_size="footnotesize",

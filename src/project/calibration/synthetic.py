@@ -6,7 +6,8 @@ aggregates (statistics of the living, see ``panel``) under the *synthetic truth*
     w*_i proportional to exp(WEALTH_TILT * z_i) * TYPE_FACTORS[pref_type_i],   mean 1,
 
 where z_i is subject i's standardised log wealth in the first period: a population in which
-wealthier and leisure-loving households are more common than in the simulated draw. Targets
+wealthier (and, in a model with preference types, leisure-loving) households are more common
+than in the simulated draw; a panel without ``pref_type`` is tilted by wealth alone. Targets
 made so are attainable by construction (w* meets them exactly) and a held-out target has a
 true value the fit can approach without seeing it. ``truth_weights(panel=...)`` returns w*;
 ``synthetic_targets(panel=..., template=..., variant=...)`` returns the template's rows of that
@@ -29,7 +30,7 @@ DIGITS = 4
 
 def truth_weights(*, panel: pd.DataFrame) -> pd.DataFrame:
     """Return the synthetic truth w* per subject (``subject_id``, ``weight``; mean 1)."""
-    needed = ["subject_id", "period", "wealth", "pref_type"]
+    needed = ["subject_id", "period", "wealth"]
     missing = [c for c in needed if c not in panel.columns]
     if missing:
         msg = f"The panel lacks columns {missing} that the synthetic truth needs."
@@ -40,12 +41,14 @@ def truth_weights(*, panel: pd.DataFrame) -> pd.DataFrame:
         raise CalibrationError(msg)
     log_wealth = np.log(first["wealth"].to_numpy(dtype=float))
     z = (log_wealth - log_wealth.mean()) / log_wealth.std()
-    types = first["pref_type"].astype(str)
-    unknown = sorted(set(types) - set(TYPE_FACTORS))
-    if unknown:
-        msg = f"Preference types {unknown} have no factor; known are {sorted(TYPE_FACTORS)}."
-        raise CalibrationError(msg)
-    weights = np.exp(WEALTH_TILT * z) * types.map(TYPE_FACTORS).to_numpy(dtype=float)
+    weights = np.exp(WEALTH_TILT * z)
+    if "pref_type" in first.columns:
+        types = first["pref_type"].astype(str)
+        unknown = sorted(set(types) - set(TYPE_FACTORS))
+        if unknown:
+            msg = f"Preference types {unknown} have no factor; known are {sorted(TYPE_FACTORS)}."
+            raise CalibrationError(msg)
+        weights = weights * types.map(TYPE_FACTORS).to_numpy(dtype=float)
     return pd.DataFrame(
         {"subject_id": first["subject_id"].to_numpy(), "weight": weights / weights.mean()}
     )

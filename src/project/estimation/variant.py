@@ -84,7 +84,7 @@ class EstimationOutcome:
     searches: dict[str, dict[str, Any]] = field(default_factory=dict)
     profiles: dict[str, dict[str, list[float]]] = field(default_factory=dict)
     calibrated: dict[str, Any] = field(default_factory=dict)
-    """A param calibrated jointly with the estimate, if any (``project.estimation.extended``)."""
+    """A param calibrated jointly with the estimate, if any (``project.estimation.calibrated``)."""
 
 
 def data_moments(*, moments: pd.DataFrame, age_groups: list[tuple[int, int]]) -> pd.DataFrame:

@@ -93,6 +93,23 @@ the law's schedule; a policy counterfactual lowers it); crra and beta are estima
 work_cost calibrated by the pipeline; the bequest params are set for illustration."""
 
 
+SOURCES = {
+    "interest_factor": "Carroll (SolvingMicroDSOPs)",
+    "replacement": "Cocco, Gomes and Maenhout (2005), high school",
+    "benefit_scale": "Policy; the cut: 2024 Trustees Report",
+    "claiming_factor": "US rule, full retirement age 67",
+    "income_growth": "Cocco, Gomes and Maenhout (2005), high school",
+    "permanent_nodes": "Sabelhaus and Song (2010)",
+    "transitory_nodes": "Sabelhaus and Song (2010)",
+    "unemployment_risk": "Carroll (1992)",
+    "survival_probabilities": "SSA period life table",
+    "bequest_weight": "Illustrative",
+    "bequest_shift": "Illustrative",
+    "taste_shock_scale": "None (the claim is deterministic)",
+}
+"""Where each calibrated param of ``default_params`` comes from (the paper's parameter table);
+crra and beta are estimated and work_cost calibrated by the pipeline."""
+
 CLAIMING_FACT = {"age": 62, "share": 0.36}
 """The share of a cohort reaching 62 that claims the pension at 62: 36 % for men in the latest
 cohort of Munnell and Chen (2015, "Trends in Social Security Claiming", CRR Issue in Brief
@@ -231,6 +248,25 @@ WORKING_PROFILE_AGES = 40
 1 and the age-64 shock s.d. (the published profiles end working life at 65)."""
 
 
+def income_profiles(*, calibration: str = "notes2026") -> dict[str, np.ndarray]:
+    """Return the income profiles by period (ages 25..99) of a vendored calibration.
+
+    ``income_growth``, ``permanent_shock_sd`` and ``transitory_shock_sd`` of
+    ``data/replication/profiles_<calibration>.csv`` for the working transitions to age 64
+    (``WORKING_PROFILE_AGES``); later years keep growth 1 and the age-64 shock s.d.
+    """
+    from project.data.replication import read_profiles  # noqa: PLC0415
+    from project.data.vendored import verified_path  # noqa: PLC0415
+
+    frame = read_profiles(verified_path(f"profiles_{calibration}"))
+    profiles = {}
+    for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd"):
+        working = frame[name].to_numpy(dtype=float)[:WORKING_PROFILE_AGES]
+        tail = 1.0 if name == "income_growth" else working[-1]
+        profiles[name] = np.concatenate([working, np.full(n_periods() - working.size, tail)])
+    return profiles
+
+
 def default_params(*, calibration: str = "notes2026", female_share: float = 0.5) -> dict[str, Any]:
     """Return the params from the vendored profiles and life table, as JSON-ready lists.
 
@@ -240,16 +276,10 @@ def default_params(*, calibration: str = "notes2026", female_share: float = 0.5)
     with ``female_share``.
     """
     from project.data import survival_probabilities  # noqa: PLC0415
-    from project.data.replication import read_profiles  # noqa: PLC0415
     from project.data.vendored import verified_path  # noqa: PLC0415
 
     ages = list(range(FIRST_AGE, LAST_AGE + 1))
-    frame = read_profiles(verified_path(f"profiles_{calibration}"))
-    profiles = {}
-    for name in ("income_growth", "permanent_shock_sd", "transitory_shock_sd"):
-        working = frame[name].to_numpy(dtype=float)[:WORKING_PROFILE_AGES]
-        tail = 1.0 if name == "income_growth" else working[-1]
-        profiles[name] = np.concatenate([working, np.full(len(ages) - working.size, tail)])
+    profiles = income_profiles(calibration=calibration)
     survival = survival_probabilities(
         path=verified_path("us_life_table"), ages=ages, female_share=female_share
     )
