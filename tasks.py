@@ -391,7 +391,7 @@ for variant in VARIANTS.values():
         sources: list[Path] = RUNS,
         produces: dict[str, Path] = _figure_paths(f"policy_functions_{variant.name}"),
     ) -> None:
-        """Plot V and consumption against wealth by age and type, where subjects live."""
+        """Plot V and consumption against cash on hand by age and regime, where subjects live."""
         from project.analysis import plot_policy_functions
         from project.pipeline import (
             load_panel,
@@ -422,7 +422,7 @@ for variant in VARIANTS.values():
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"lifecycle_profiles_{variant.name}"),
     ) -> None:
-        """Plot wealth, consumption and retirement by age and type."""
+        """Plot wealth, consumption, the wealth-to-income ratio and retirement by age."""
         from project.analysis import plot_lifecycle_profiles
         from project.pipeline import load_panel
         from project.provenance import product_provenance
@@ -444,7 +444,7 @@ for variant in VARIANTS.values():
         variant_name: str = variant.name,
         produces: dict[str, Path] = _figure_paths(f"retirement_policy_{variant.name}"),
     ) -> None:
-        """Plot the share of workers who retire by age and wealth, by type."""
+        """Plot the share of workers who claim by age and wealth third."""
         from project.analysis import plot_retirement_policy
         from project.pipeline import load_panel
         from project.provenance import product_provenance
@@ -578,7 +578,7 @@ def task_plot_variant_comparison(
     sources: list[Path] = RUNS,
     produces: dict[str, Path] = _figure_paths("variant_comparison"),
 ) -> None:
-    """Compare retirement, consumption and wealth profiles across variants, by type."""
+    """Compare retirement, consumption and wealth profiles across variants."""
     from project.analysis import plot_variant_comparison
     from project.pipeline import load_panel
     from project.provenance import product_provenance
@@ -693,7 +693,7 @@ def task_welfare_table(
     sources: list[Path] = RUNS,
     produces: dict[str, Path] = _table_paths("welfare"),
 ) -> None:
-    """Write the welfare table (λ overall and by type, its check) from ``welfare.json``."""
+    """Write the welfare table (λ, its standard errors, its check) from ``welfare.json``."""
     from project.analysis.welfare_table import write_welfare_table
 
     write_welfare_table(welfare_path=welfare, paths=produces)

@@ -40,20 +40,20 @@ def slurm_cluster(tmp_path_factory):
 
 @pytest.fixture
 def welfare():
-    """A welfare result as ``welfare.json`` holds it: λ by type with s.e., and the C check."""
+    """A welfare result as ``welfare.json`` holds it: λ with both s.e., V0, V1, the C check."""
     from project.analysis.welfare_text import welfare_numbers
 
-    result = {
-        "lambda": -0.0465,
-        "lambda_se": 0.0012,
-        "lambda_by_type": {"leisure_loving": -0.0569, "work_loving": -0.034},
-        "lambda_se_by_type": {"leisure_loving": 0.0024, "work_loving": 1e-6},
-        "value_difference": -1.25,
-    }
     values = {
-        "consumption_utility": 114.85,
-        "simulated_consumption_utility": 115.19,
-        "simulated_consumption_utility_se": 0.181,
+        "lambda": -0.01126,
+        "lambda_se": 0.000143,
+        "lambda_se_fixed_cost": 0.000147,
+        "base_value": -186.045,
+        "counterfactual_value": -186.286,
+        "value_difference": -0.2409,
+        "consumption_utility": -185.304,
+        "simulated_consumption_utility": -184.897,
+        "simulated_consumption_utility_se": 0.174,
         "n_households": 20_000,
     }
-    return result | {"numbers": welfare_numbers(result), "values": values}
+    result = {k: values[k] for k in ("lambda", "lambda_se", "lambda_se_fixed_cost")}
+    return result | {"numbers": welfare_numbers(values), "values": values}

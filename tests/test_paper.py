@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -126,108 +127,62 @@ def test_a_build_root_outside_the_repository_without_products_names_the_missing(
 def test_the_method_sentence_names_the_method_read_from_each_solution():
     from project.analysis.numbers import method_sentence
 
-    sizes = {"n_consumption": 100, "n_wealth": 80}
-    both = method_sentence(
-        {"baseline": "dcegm", "low_pension": "dcegm", "baseline_grid": "grid"}, sizes=sizes
-    )
-    assert both.startswith("The build solved the baseline and the low-pension variant by DC-EGM.")
-    assert "by grid search over 100 consumption points at each of 80 wealth points" in both
-    alone = method_sentence({"baseline": "grid", "low_pension": "dcegm"}, sizes=sizes)
-    assert (
-        alone == "The build solved the baseline by grid search; the low-pension variant by DC-EGM."
-    )
+    both = method_sentence({"baseline": "dcegm", "benefit_cut": "dcegm"})
+    assert both == "The build solved the baseline and the benefit cut by DC-EGM."
+    alone = method_sentence({"baseline": "egm", "benefit_cut": "dcegm"})
+    assert alone == "The build solved the baseline by EGM; the benefit cut by DC-EGM."
 
 
-def _panel(retire_ages: dict[int, float]) -> pd.DataFrame:
+def _panel(*, claim_age: float, scale: float = 1.0) -> pd.DataFrame:
+    """Two households at 60-64: one claims at ``claim_age`` (retired after), one never."""
     rows = []
-    for subject, age_retired in retire_ages.items():
-        for age in (60.0, 61.0, 62.0):
-            retired = "retired" if age >= age_retired else "working"
+    for subject in (0, 1):
+        for age in np.arange(60.0, 65.0):
+            retired = subject == 0 and age > claim_age
+            claim = (
+                None if retired else ("claim" if subject == 0 and age == claim_age else "working")
+            )
             rows.append(
                 {
                     "subject_id": subject,
                     "age": age,
-                    "regime": "retired" if age > age_retired else "working",
-                    "retirement": retired,
-                    "pref_type": "work_loving",
-                    "wealth": 1.0 + subject,
-                    "consumption": 0.5,
+                    "regime": "retired" if retired else "working",
+                    "claim": claim,
+                    "wealth": scale * (2.0 + subject + age - 60),
+                    "consumption": 1.0 if not retired else 0.8,
+                    "wealth_to_income": 1.0 + subject,
+                    "income_unit": 1.0,
                 }
             )
     frame = pd.DataFrame(rows)
-    for column in ("regime", "retirement", "pref_type"):
-        frame[column] = frame[column].astype("category")
-    frame["regime"] = frame["regime"].cat.set_categories(["working", "retired", "dead"])
+    frame["regime"] = pd.Categorical(frame["regime"], categories=["working", "retired", "dead"])
+    frame["claim"] = pd.Categorical(frame["claim"], categories=["working", "claim"])
     return frame
 
 
-SAME_RETIREMENT_AGE = {
-    v: {"params": {"mandatory_retirement_age": 62.0}} for v in ("baseline", "low_pension")
-}
-
-
-def test_results_sentences_follow_the_numbers():
-    from project.analysis.numbers import results_numbers
-
-    same = results_numbers(
-        panels={"baseline": _panel({0: 61.0}), "low_pension": _panel({0: 61.0})},
-        weights={},
-        specifications=SAME_RETIREMENT_AGE,
-    )
-    assert "keep retiring at 61.0" in same["counterfactual"]
-    assert ("lowers" not in same["counterfactual"] and "raises" not in same["counterfactual"]) or (
-        "by 0.0 %" in same["counterfactual"]
-    )
-    later = results_numbers(
-        panels={"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 62.0})},
-        weights={},
-        specifications=SAME_RETIREMENT_AGE,
-    )
-    assert "postpone retirement on average (from 60.0 to 62.0)" in later["counterfactual"]
-
-
-def test_the_counterfactual_wealth_change_is_that_of_the_summary_table():
+def test_results_sentences_follow_the_numbers_of_the_summary_table():
     from project.analysis.numbers import results_numbers
     from project.analysis.tables import STATISTIC, summary_statistics
 
-    panels = {"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 62.0})}
-    panels["low_pension"]["wealth"] *= 1.25
-    table = summary_statistics(panels=panels, specifications=SAME_RETIREMENT_AGE)
-    row = table.set_index(STATISTIC).loc["Mean wealth at age 61"]
-    assert row["Low pension"] == pytest.approx(1.25 * row["Baseline"])
-    numbers = results_numbers(panels=panels, weights={}, specifications=SAME_RETIREMENT_AGE)
-    assert numbers["numbers"]["probe_age"] == "61"
-    assert "raises mean wealth at age 61 by 25.0 %" in numbers["counterfactual"]
-
-
-def test_variants_with_different_retirement_ages_have_no_common_probe_age():
-    from project.analysis.numbers import results_numbers
-    from project.errors import ConfigurationError
-
-    panels = {"baseline": _panel({0: 60.0}), "low_pension": _panel({0: 60.0})}
-    specifications = dict(SAME_RETIREMENT_AGE)
-    specifications["low_pension"] = {"params": {"mandatory_retirement_age": 65.0}}
-    with pytest.raises(ConfigurationError, match="mandatory retirement age"):
-        results_numbers(panels=panels, weights={}, specifications=specifications)
-
-
-def test_the_monte_carlo_check_reports_the_distance_in_standard_errors():
-    from project.analysis.numbers import monte_carlo_sentence
-
-    values = {
-        "consumption_utility": -17.34,
-        "simulated_consumption_utility": -17.28,
-        "simulated_consumption_utility_se": 0.03,
-        "n_households": 20_000,
-    }
-    sentence = monte_carlo_sentence({"values": values})
-    assert "20,000 simulated households" in sentence
-    assert "are 2.0 standard errors apart, beyond the 5 % critical value of 1.96: " in sentence
-    values["simulated_consumption_utility_se"] = 0.06
-    within = monte_carlo_sentence({"values": values})
-    assert "1.0 standard errors apart, within the two-sided 5 % critical value of 1.96" in within
-    assert within.endswith("the check passes at the 5 % level.")
-    assert monte_carlo_sentence({"values": {}}) == ""
+    panels = {"baseline": _panel(claim_age=62.0), "benefit_cut": _panel(claim_age=63.0, scale=1.25)}
+    found = results_numbers(panels=panels)
+    table = summary_statistics(panels=panels).set_index(STATISTIC)
+    base, cut = table["Baseline"], table["Benefit cut"]
+    assert cut["Mean wealth at 61"] == pytest.approx(1.25 * base["Mean wealth at 61"])
+    numbers = found["numbers"]
+    assert numbers["wealth_change"] == "25.0 %"
+    assert (
+        "raises mean wealth at the last age before the earliest claim by 25.0 %"
+        in (found["counterfactual"])
+    )
+    assert "moves the mean claiming age from 62.00 to 63.00" in found["counterfactual"]
+    assert numbers["baseline"]["share_earliest"] == "50.0 %"  # one of two workers at 62
+    assert numbers["benefit_cut"]["share_earliest"] == "0.0 %"
+    assert "its consumption falls by 22.3 %" in found["results"]  # log(0.8), as printed
+    lower = results_numbers(
+        panels={"baseline": panels["benefit_cut"], "benefit_cut": panels["baseline"]}
+    )
+    assert "lowers mean wealth" in lower["counterfactual"]
 
 
 def test_a_build_root_linked_to_another_disk_is_readable_by_typst(tmp_path):
@@ -280,50 +235,3 @@ def test_the_calibration_sentence_lists_the_targets_by_statistic_and_age():
     )
     none_held = calibration_targets_sentence(table.iloc[:3])
     assert "Held out" not in none_held
-
-
-def test_a_type_with_a_tiny_welfare_standard_error_is_explained():
-    from project.analysis.welfare_text import precise_types_sentence
-
-    welfare = {
-        "lambda_by_type": {"work_loving": -0.0344, "leisure_loving": -0.0563},
-        "numbers": {"lambda_work_loving_se": "< 0.01 %", "lambda_leisure_loving_se": "0.24 %"},
-    }
-    ages = {
-        "baseline": {"Work-loving": "70.0", "Leisure-loving": "62.1"},
-        "low_pension": {"Work-loving": "70.0", "Leisure-loving": "69.2"},
-    }
-    sentence = precise_types_sentence(welfare, retirement_ages=ages, mandatory_age="70")
-    assert "standard error of the work-loving households\u2019 λ is below 0.01 %" in sentence
-    assert "retire at the mandatory age of 70 under both pensions" in sentence
-    assert "leisure-loving" not in sentence
-    earlier = {v: {**a, "Work-loving": "68.0"} for v, a in ages.items()}
-    unexplained = precise_types_sentence(welfare, retirement_ages=earlier, mandatory_age="70")
-    assert unexplained.endswith("is below 0.01 %.")
-    welfare["numbers"]["lambda_work_loving_se"] = "0.02 %"
-    assert precise_types_sentence(welfare, retirement_ages=ages, mandatory_age="70") == ""
-
-
-def test_the_welfare_table_prints_the_numbers_the_text_cites(welfare):
-    """λ overall and by type, its s.e. and interval, and the Monte Carlo check: one string each."""
-    from project.analysis.welfare_table import welfare_table
-    from project.analysis.welfare_text import (
-        monte_carlo_numbers,
-        monte_carlo_sentence,
-        welfare_sentence,
-    )
-
-    table = welfare_table(welfare)
-    cells = {str(cell) for cell in table.to_numpy().ravel()}
-    text = welfare_sentence(welfare)["sentence"] + monte_carlo_sentence(welfare)
-    printed = {k: v for k, v in welfare["numbers"].items() if k.startswith("lambda")}
-    printed |= {k: monte_carlo_numbers(welfare)[k] for k in ("exact", "simulated", "simulated_se")}
-    assert len(printed) == 12
-    for key, value in printed.items():
-        assert value in cells, key
-        if not (key.endswith("_ci") and key != "lambda_ci"):  # the text gives no type's interval
-            assert value in text, key
-    assert list(table["Households"][:3]) == ["All", "Leisure-loving", "Work-loving"]
-    assert "< 0.01 %" in cells  # the work-loving type's tiny standard error, as the text says
-    without_check = welfare_table({**welfare, "values": {}})
-    assert len(without_check) == 3

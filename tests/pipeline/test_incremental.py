@@ -15,12 +15,11 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
 from project.analysis.paper import paper_headings
-from project.config import EXTENDED, GRID_CHECK, STATUS_QUO, VARIANTS
+from project.config import STATUS_QUO, VARIANTS
 
 ROOT = Path(__file__).resolve().parents[2]
 COPIED = ("tasks.py", "pyproject.toml", "src", "paper", "data")
@@ -44,12 +43,12 @@ VARIANT_TASKS = (
 BLD = Path("bld/smoke")
 """The smoke profile's build root (relative to the project)."""
 PAPER_PDF = BLD / "paper" / "paper.pdf"
-ALL_VARIANTS = tuple(name for name in VARIANTS if name != GRID_CHECK)
-"""baseline and low_pension: the smoke profile leaves out the grid-search check."""
+ALL_VARIANTS = tuple(VARIANTS)
+"""baseline and benefit_cut."""
 ESTIMATED = (STATUS_QUO,)
 """The variant whose preferences the pipeline estimates: the status quo only."""
 ESTIMATION_TASKS = {"task_define_estimation_model", "task_estimate"}
-SMOKE_ROBUSTNESS = ("taste_shocks",)
+SMOKE_ROBUSTNESS = ("no_bequest",)
 """The smoke profile's robustness checks (``ROBUSTNESS`` under ``PROJECT_PROFILE=smoke``)."""
 ROBUSTNESS_TASKS = (
     {f"task_estimate_robustness[{c}]" for c in SMOKE_ROBUSTNESS}
@@ -272,7 +271,8 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     assert method_row.split("|")[1:-1] == [" Solution method ", " DC-EGM ", " DC-EGM "]
     table = pd.read_feather(bld / "simulated_data.arrow")
     assert {"subject_id", "period", "age", "wealth", "consumption"} <= set(table.columns)
-    assert table["retirement"].dtype == "category"
+    assert {"wealth_to_income", "income_unit"} <= set(table.columns)
+    assert table["claim"].dtype == "category"
     assert "dead" in set(table["regime"].astype(str))  # life-table deaths are recorded
     assert ESTIMATED == ("baseline",)  # once, on the status quo
     for variant in ESTIMATED:
@@ -294,9 +294,9 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         summary = json.loads((bld / "robustness" / name / "estimation/summary.json").read_text())
         assert summary["variant"] == f"robustness_{name}"
         assert summary["settings"]["n_starts"] == 1 and summary["profiles"] == {}
+        assert summary["calibrated"]["param"] == "work_cost"  # calibrated again
         beta = pd.read_feather(bld / "robustness" / name / "estimation/estimates.arrow")
         assert f"| {beta['estimate'].iloc[0]:.4f} |" in robustness
-        assert welfare["checks"][name]["estimates"] == {"beta": float(beta["estimate"].iloc[0])}
         assert f"| {100 * welfare['checks'][name]['lambda']:.2f} |" in robustness
     replication = json.loads((bld / "replication/estimation/summary.json").read_text())
     assert replication["variant"] == "replication"
@@ -309,16 +309,14 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     )
     numbers = json.loads((bld / "paper/numbers.json").read_text())
     assert numbers["replication"]["households"] == "10,475"
-    # The model from age 25: its estimate beside the status quo's, its work cost calibrated.
-    extended = json.loads((bld / EXTENDED / "estimation/summary.json").read_text())
-    calibrated = extended["calibrated"]
+    # The status quo's cost of working, calibrated to the claiming fact with the estimate.
+    calibrated = json.loads((bld / STATUS_QUO / "estimation/summary.json").read_text())[
+        "calibrated"
+    ]
     assert calibrated["param"] == "work_cost" and calibrated["fact"] == {"age": 62, "share": 0.36}
     assert calibrated["value"] == calibrated["rounds"][-1]["calibrated"]
-    assert numbers["extended"]["work_cost"] == f"{calibrated['value']:.3f}"
-    estimates_md = (bld / "tables/estimates.md").read_text()
-    assert "From age 25" in estimates_md and f"calibrated to {calibrated['value']:.3f}" in (
-        estimates_md
-    )
+    assert numbers["kappa"]["work_cost"] == f"{calibrated['value']:.3f}"
+    assert f"calibrated to {calibrated['value']:.3f}" in (bld / "tables/estimates.md").read_text()
     log = (bld / "logs/build.log").read_text()
     assert "INFO project.solver: " in log and "INFO project.calibration: " in log
     assert "INFO project.estimation: " in log
@@ -328,58 +326,40 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
 
 def test_every_product_downstream_of_the_estimation_uses_the_estimates(serial_build):
     """Read back each variant's model, solution, simulation, the parameter table and the
-    welfare measure: every preference the pipeline estimates is the estimate, everywhere."""
-    from project.analysis.notation import ESTIMATED_MARK
+    welfare measure: every preference the pipeline estimates or calibrates is its value."""
+    from project.estimation.calibrated import calibrated_value
     from project.estimation.products import load_estimation
     from project.persist.solution import read_metadata
 
     root, _, _ = serial_build
     bld = root / BLD
     saved = load_estimation(bld / STATUS_QUO / "estimation")
-    estimates = saved.params
+    estimates, calibrated = saved.params, calibrated_value(saved.summary)
     assert sorted(estimates) == sorted(saved.summary["settings"]["estimated"]) == ["beta"]
+    assert sorted(calibrated) == ["work_cost"]
+    preferences = estimates | calibrated
     before = json.loads((bld / STATUS_QUO / "estimation_model.json").read_text())
-    assert before["estimated"] == []
-    assert any(before["params"][k] != v for k, v in estimates.items())  # estimation moved them
+    assert before["estimated"] == [] and before["calibrated"] == []
+    assert any(before["params"][k] != v for k, v in preferences.items())  # estimation moved them
     for variant in ALL_VARIANTS:
         specification = json.loads((bld / variant / "model.json").read_text())
         assert specification["estimated"] == sorted(estimates)
-        assert {k: specification["params"][k] for k in estimates} == estimates, variant
-        for product in ("solution", "simulation"):  # saved at the variant's precision
+        assert specification["calibrated"] == sorted(calibrated)
+        assert {k: specification["params"][k] for k in preferences} == preferences, variant
+        for product in ("solution", "simulation"):  # saved in the variant's float64
             recorded = json.loads((bld / variant / product / "metadata.json").read_text())
-            for name, value in estimates.items():
-                saved = np.float32(recorded["params"][name])
-                assert saved == np.float32(value), (variant, product, name)
+            for name, value in preferences.items():
+                assert recorded["params"][name] == value, (variant, product, name)
         read_metadata(bld / variant / "solution")  # and the solution's metadata is intact
     table = (bld / "tables/parameters.md").read_text()
-    for name, value in estimates.items():
-        rows = [line for line in table.splitlines() if ESTIMATED_MARK in line]
-        assert len(rows) == len(estimates)
-        assert any(f"| {value:g} | {value:g} |" in row for row in rows), (name, table)
+    rows = [line for line in table.splitlines() if "Estimated (MSM" in line]
+    assert len(rows) == len(estimates)
+    assert f"| {estimates['beta']:.4f} | {estimates['beta']:.4f} |" in rows[0], table
+    (cost,) = [line for line in table.splitlines() if "Calibrated jointly" in line]
+    assert f"| {calibrated['work_cost']:.3f} | {calibrated['work_cost']:.3f} |" in cost
     welfare = json.loads((bld / "results/welfare.json").read_text())
     assert welfare["values"]["estimated_params"] == estimates
     assert welfare["lambda_se"] > 0
-    assert ESTIMATED_MARK in (bld / "tables/parameters.typ").read_text()
-
-
-def test_the_welfare_measure_weights_households_as_the_tables_do(serial_build):
-    """λ's averages use the baseline's calibrated weights: its type shares are theirs."""
-    from project.calibration import load_calibration
-    from project.persist.bundle import load_table
-
-    root, _, _ = serial_build
-    bld = root / BLD
-    values = json.loads((bld / "results/welfare.json").read_text())["values"]
-    panel = load_table(bld / "baseline" / "simulation")
-    first = panel[panel["period"] == panel["period"].min()]
-    weights = load_calibration(bld / "baseline" / "calibration").weights
-    frame = first.merge(weights, on="subject_id")
-    assert len(frame) == len(first) == values["n_households"]
-    shares = frame.groupby(frame["pref_type"].astype(str))["weight"].sum() / frame["weight"].sum()
-    assert values["weighted"] is True
-    assert values["type_shares"] == pytest.approx(shares.to_dict(), rel=1e-12)
-    unweighted = first["pref_type"].astype(str).value_counts(normalize=True).to_dict()
-    assert values["type_shares"] != pytest.approx(unweighted, rel=1e-6)  # the weights differ
 
 
 def _leaves(tree: object, prefix: str = "") -> dict[str, object]:
@@ -411,8 +391,8 @@ def test_the_paper_states_the_numbers_of_the_products(serial_build):
         "Model",
         "Solution method and its accuracy",
         "Data and estimation",
-        "Results",
-        "Counterfactual: a pension cut",
+        "The life cycle at the estimates",
+        "Counterfactual: a benefit cut",
         "Robustness",
         "Replication of a published estimation",
         "Provenance",
@@ -437,10 +417,10 @@ def test_the_paper_states_the_numbers_of_the_products(serial_build):
         assert numbers["est"][variant]["j"] == number(summary["j_statistic"], decimals=2)
     welfare = json.loads((bld / "results/welfare.json").read_text())
     assert f"\u03bb = {percent(welfare['lambda'], decimals=2)}" in numbers["text"]["welfare"]
-    retirement = (bld / "tables/retirement_age.md").read_text()
+    summary = (bld / "tables/summary_statistics.md").read_text()
     for variant in ALL_VARIANTS:
-        for age in numbers["results"][variant].values():
-            assert f"| {age} |" in retirement
+        for key in ("claim_age", "wealth_probe"):
+            assert f"| {numbers['results'][variant][key]} " in summary, (variant, key)
     metadata = PdfReader(root / PAPER_PDF).metadata
     assert "commit=" in metadata["/Keywords"] and "jax=" in metadata["/Keywords"]
 
@@ -465,7 +445,7 @@ def test_incremental_contract(serial_build):
     # One task's code in tasks.py: that task alone reruns (same products: nothing downstream).
     edit(
         root / "tasks.py",
-        '"""Compare retirement, consumption and wealth profiles across variants, by type."""',
+        '"""Compare retirement, consumption and wealth profiles across variants."""',
         '"""Compare retirement, consumption and wealth profiles across variants (edited)."""',
     )
     assert executed(build(root)) == {"task_plot_variant_comparison"}
@@ -481,18 +461,18 @@ def test_incremental_contract(serial_build):
 
     # One variant's parameter: only that variant's chain (and shared products) rerun; in
     # parallel with loky, as `pytask -n 2` does.
-    edit(root / "src/project/config.py", 'params={"pension": 0.3}', 'params={"pension": 0.25}')
+    edit(root / "src/project/config.py", "PAYABLE_SHARE = 0.79", "PAYABLE_SHARE = 0.75")
     ran = executed(build(root, n_workers=2, parallel_backend="loky"))
     assert {
-        "task_define_model[low_pension]",
-        "task_solve[low_pension]",
-        "task_simulate[low_pension]",
+        "task_define_model[benefit_cut]",
+        "task_solve[benefit_cut]",
+        "task_simulate[benefit_cut]",
     } <= ran
     assert not {t for t in ran if t.endswith("[baseline]")}
-    specification = json.loads((bld / "low_pension/model.json").read_text())
-    assert specification["params"]["pension"] == 0.25
+    specification = json.loads((bld / "benefit_cut/model.json").read_text())
+    assert specification["params"]["benefit_scale"] == 0.75
     baseline = json.loads((bld / "baseline/model.json").read_text())
-    assert baseline["params"]["pension"] == 0.45
+    assert baseline["params"]["benefit_scale"] == 1.0
 
     # Solver source that evaluates solutions (interpolation): every task that runs it reruns,
     # the policy figures included (a hand-kept list had left them out); identical outputs stop
@@ -550,7 +530,6 @@ def test_parallel_dask_build_is_byte_identical_to_the_serial_build(serial_build,
         "task_prepare_data",
         "task_estimation_report",
         "task_estimate_replication",
-        "task_estimate_extended",
     }
     parallel_digests = product_digests(root)
     assert parallel_digests
@@ -621,9 +600,9 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     largest.write_bytes(bytes(data))  # same size: only the time stamp and the digest tell
     table = bld / "baseline/simulation/simulated_data.arrow"
     table.write_bytes(table.read_bytes()[: table.stat().st_size // 2])
-    (bld / "low_pension/simulation/COMPLETE.json").write_text("")
+    (bld / "benefit_cut/simulation/COMPLETE.json").write_text("")
     (bld / "simulated_data.arrow").write_bytes(b"")
-    metadata = bld / "low_pension/solution/metadata.json"
+    metadata = bld / "benefit_cut/solution/metadata.json"
     metadata.write_text(metadata.read_text().replace('"float', '"float1', 1))
     paper = bld / "paper/paper.pdf"
     paper.write_bytes(paper.read_bytes()[:-10])  # a truncated PDF: its digest tells
@@ -638,8 +617,8 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     assert {
         "task_solve[baseline]",
         "task_simulate[baseline]",
-        "task_simulate[low_pension]",
-        "task_solve[low_pension]",
+        "task_simulate[benefit_cut]",
+        "task_solve[benefit_cut]",
         "task_compile_paper",
         "task_calibrate[baseline]",
         "task_plot_variant_comparison",

@@ -56,6 +56,7 @@ from project.analysis.tables import (
     printed_statistic,
     summary_statistics,
 )
+from project.analysis.welfare_text import monte_carlo_sentence, welfare_sentence
 from project.calibration import load_calibration
 from project.data.replication import read_profiles
 from project.data.scf import IMPLICATES, WAVES
@@ -260,6 +261,7 @@ def paper_numbers(
     estimation = estimation_numbers(estimates)
     status_quo = estimates[next(iter(estimates))]
     results = results_numbers(panels=panels)
+    welfare_text = welfare_sentence(welfare)
     return {
         "model": model,
         "data": {
@@ -277,7 +279,7 @@ def paper_numbers(
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
         "text": {
-            "abstract_result": welfare["abstract"],
+            "abstract_result": welfare_text["abstract"],
             "calibration_targets": calibration_targets_sentence(
                 calibration_tables[BASE], whose="The baseline\u2019s weights"
             ),
@@ -287,7 +289,7 @@ def paper_numbers(
             "kappa": calibration_sentence(status_quo),
             "results": results["results"],
             "counterfactual": results["counterfactual"],
-            "welfare": welfare["sentence"],
+            "welfare": welfare_text["sentence"] + " " + monte_carlo_sentence(welfare),
             "robustness_estimates": robustness_estimates_sentence(
                 baseline=status_quo,
                 checks=robustness,
@@ -319,7 +321,7 @@ def write_paper_numbers(
     specifications = {v: read_specification(p) for v, p in specification_files.items()}
     calibrations = {v: load_calibration(d) for v, d in calibration_directories.items()}
     welfare = read_json_object(
-        results["welfare"], kind="welfare", hint=RERUN, required=("numbers", "text")
+        results["welfare"], kind="welfare", hint=RERUN, required=("numbers", "values")
     )
     numbers = paper_numbers(
         specifications=specifications,
@@ -333,7 +335,7 @@ def write_paper_numbers(
         calibration_summaries={v: c.summary for v, c in calibrations.items()},
         calibration_tables={v: c.table for v, c in calibrations.items()},
         panels={v: load_table(d) for v, d in bundle_directories.items()},
-        welfare={"numbers": welfare["numbers"], **welfare["text"]},
+        welfare=welfare,
         validation=read_json_object(
             results["validation"], kind="validation", hint=RERUN, required=("numbers",)
         ),

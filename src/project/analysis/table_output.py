@@ -61,11 +61,11 @@ _LATEX_SPECIAL = {
     **{
         letter: rf"\ensuremath{{\{name}}}"
         for letter, name in zip(
-            "αβγδεζηθλμνξπρστφχψω",
+            "αβγδεζηθκλμνξπρστφχψω",
             (
                 *("alpha", "beta", "gamma", "delta", "varepsilon", "zeta", "eta", "theta"),
-                *("lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi"),
-                "omega",
+                *("kappa", "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi"),
+                *("psi", "omega"),
             ),
             strict=True,
         )

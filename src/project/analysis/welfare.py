@@ -1,37 +1,34 @@
 # ruff: noqa: RUF002 (the Greek letters of the welfare formulas)
-"""The pension cut's welfare effect as a consumption equivalent (CE), computed exactly.
+"""The benefit cut's welfare effect as an ex-ante consumption equivalent (CE) at age 25.
 
-Utility of ``lifecycle_regimes``: per period alive, ``u(c) = c^(1-γ)/(1-γ)`` less the type's
-disutility of work while working, plus the EV1 taste shock of the chosen retirement option;
-survival discounts the future, the dead get 0 (no bequest motive). Taste shocks are taken as
-mean zero (the log-sum without Euler's constant: a worker's V is exactly her expected utility
-including the shocks), the same convention in both variants, so they enter as a utility flow
-that is not consumption, like the disutility of work.
+Utility of ``lifecycle_normalised``: ``((1 - κ) c)^(1-γ)/(1-γ)`` working (κ: ``work_cost``),
+``c^(1-γ)/(1-γ)`` retired, the warm glow ``ω (m + ζ)^(1-γ)/(1-γ)`` at death (ω:
+``bequest_weight``) and, with taste shocks (a robustness check), the EV1 shock of the chosen
+claim of scale σ (``taste_shock_scale``, mean zero in both variants). Scaling consumption by
+(1 + λ) scales both period utilities by (1 + λ)^(1-γ), the work cost's included: only the
+bequest and the taste shocks are not consumption (``NON_CONSUMPTION_PARAMS``).
 
-A baseline household's expected lifetime utility at its initial state splits into the
-consumption part ``C = E Σ β^t S_t u(c_t)`` and the rest ``R = V0 - C`` (work, shocks) along
-the baseline's behaviour. Scaling its consumption by (1 + λ) in every period and state,
-behaviour fixed, scales ``C`` by (1 + λ)^(1-γ), so the CE solves
-``(1 + λ)^(1-γ) C + V0 - C = V1`` (V1: the counterfactual's expected lifetime utility):
-``λ = ((V1 - V0 + C) / C)^(1/(1-γ)) - 1`` (negative: a loss).
+A household's expected lifetime utility at its initial state splits into the consumption part
+``C = E Σ β^t S_t u_t(c_t)`` and the rest ``V0 - C`` along the status quo's behaviour; scaling
+its consumption by (1 + λ) in every period and state, behaviour fixed, scales C by
+(1 + λ)^(1-γ), so ``(1 + λ)^(1-γ) C + V0 - C = V1`` gives
+``λ = ((V1 - V0 + C) / C)^(1/(1-γ)) - 1`` (negative: a loss). V is normalised,
+V(M, P) = P^(1-γ) v(M / P), and every household has P = 1 at 25, so V at period 0 is in the
+same units for every household and variant. V0, V1 and C are averages over the status quo's
+simulated households at their initial states (the same draws in both variants), every
+household counted equally: λ is the CE of the ex-ante expected utility at 25.
 
-``C`` is exact, not simulated: with utility ``k u(c) - d w + ε`` the value is
-``V(k) = k · V(d / k, σ / k)`` (the model's params ``disutility_of_work``,
-``taste_shock_scale`` and ``bequest_weight`` scaled, no engine change), and by the envelope
-theorem (the log-sum's choice probabilities are optimal too) ``dV/dk`` at k = 1 is ``C`` along
-the optimal policy. ``consumption_utility`` takes the derivative by Richardson-extrapolated
-central differences (four solves of the baseline). Expectations over the initial distribution
-average V at the simulated panel's first-period states (the same draws in both variants),
-each household weighted by its calibrated weight (the baseline's reweighting to the aggregate
-targets, which every table uses too; without weights, equally); λ by type uses the type's
-households. ``simulated_consumption_utility`` is the Monte-Carlo counterpart from the panel's
-consumption, a check of ``C``.
+``C`` is exact: with utility ``k u + b + ε`` the value is ``V(k) = k · V(ω / k, σ / k)``, and
+by the envelope theorem dV/dk at k = 1 is C along the optimal policy (``consumption_utility``:
+Richardson-extrapolated central differences, four solves). ``simulated_consumption_utility``
+is its Monte Carlo check: each simulated household's realised Σ β^t u_t(c_t) in levels.
 
-Uncertainty: both variants are solved at the status quo's estimated preferences θ̂, so λ is a
-function of θ̂. ``welfare_uncertainty`` carries the estimates' sampling covariance Σ into λ by
-the delta method: ``se(λ) = sqrt(g' Σ g)`` with ``g = dλ/dθ`` by central differences (both
-variants and C solved again at θ̂ ± h for each estimated param, in float64, ``h`` a
-``relative_step`` of the param), overall and by type.
+Uncertainty (``welfare_uncertainty``): both variants are solved at the estimated preferences θ̂
+and at the work cost κ̂ calibrated with them, which the calibration moves with θ̂
+(dκ/dθ, ``cost_gradient``). The delta method carries the estimates' covariance into λ:
+``dλ/dθ_j = ∂λ/∂θ_j + ∂λ/∂κ · dκ/dθ_j`` (all by central differences, both variants and C
+solved again at each point, in float64) gives ``lambda_se`` over the covariance that lets κ
+follow; ``∂λ/∂θ`` over the covariance with κ held fixed gives ``lambda_se_fixed_cost``.
 """
 
 from __future__ import annotations
@@ -39,7 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +44,10 @@ import numpy as np
 import pandas as pd
 
 from project.analysis.welfare_text import welfare_numbers
-from project.calibration.weighting import WEIGHT, attach_weights
 from project.dispatch import solve
-from project.estimation.products import load_estimation
+from project.errors import ProjectError
+from project.estimation.calibrated import calibrated_value
+from project.estimation.products import SavedEstimation, load_estimation
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
 from project.pipeline import build_variant_model, load_variant_solution, variant_precision
@@ -58,10 +56,21 @@ from project.regimes.solution import RegimeSolution
 
 logger = logging.getLogger("project.analysis")
 
-NON_CONSUMPTION_PARAMS = ("disutility_of_work", "taste_shock_scale", "bequest_weight")
+
+class WelfareError(ProjectError, ValueError):
+    """The welfare measure's inputs are inconsistent, or no consumption equivalent exists."""
+
+
+NON_CONSUMPTION_PARAMS = ("bequest_weight", "taste_shock_scale")
 """Params that scale utility flows other than consumption's (divided by k in ``V(k)``)."""
+WORKING, WORK_COST = "working", "work_cost"
+"""The regime whose utility is net of the work cost, and that cost's param."""
 DELTA_RELATIVE_STEP = 1e-3
-"""The delta method's central-difference step, relative to each estimated param."""
+"""The delta method's central-difference step, relative to each param (at least 0.1 times it)."""
+STEP_FLOOR = 0.1
+"""A param's step is ``DELTA_RELATIVE_STEP * max(|value|, STEP_FLOOR)``, as the estimation's."""
+SCALE_STEP = 0.02
+"""The step in k of ``consumption_utility``'s central differences (and twice it)."""
 
 
 def consumption_equivalent(
@@ -70,14 +79,14 @@ def consumption_equivalent(
     """Return λ with ``(1 + λ)^(1-crra) C + base - C = counterfactual`` (C: consumption part)."""
     if crra == 1:
         msg = "crra = 1 (log utility) is not CRRA utility of this form; the model excludes it."
-        raise ValueError(msg)
+        raise WelfareError(msg)
     ratio = (counterfactual_value - base_value + consumption_utility) / consumption_utility
     if not ratio > 0:
         msg = (
             f"No consumption equivalent: scaling consumption cannot close a gap of "
             f"{counterfactual_value - base_value} with consumption utility {consumption_utility}."
         )
-        raise ValueError(msg)
+        raise WelfareError(msg)
     return float(ratio ** (1 / (1 - crra)) - 1)
 
 
@@ -102,22 +111,13 @@ def initial_values(*, solution: RegimeSolution, states: pd.DataFrame) -> np.ndar
     for regime in np.unique(regimes):
         rows = regimes == regime
         names = solution.solution(regime).model.state_names if regime in solution.solutions else ()
-        given = {
-            s: states.loc[rows, s].astype(str).to_numpy()
-            if isinstance(states[s].dtype, pd.CategoricalDtype)
-            else states.loc[rows, s].to_numpy(dtype=np.float64)
-            for s in names
-        }
+        given = {s: states.loc[rows, s].to_numpy(dtype=np.float64) for s in names}
         values[rows] = solution.value(period=0, regime=regime, states=given)
     return values
 
 
 def consumption_utility(
-    *,
-    model: Any,
-    params: Mapping[str, Any],
-    states: pd.DataFrame,
-    step: float = 0.02,
+    *, model: Any, params: Mapping[str, Any], states: pd.DataFrame, step: float = SCALE_STEP
 ) -> np.ndarray:
     """Return C, the expected discounted consumption utility, at each row of ``states``.
 
@@ -135,12 +135,33 @@ def consumption_utility(
 
 
 def simulated_consumption_utility(*, panel: pd.DataFrame, params: Mapping[str, Any]) -> pd.Series:
-    """Return each subject's realised Σ β^t u(c_t) over the periods alive (Monte Carlo C)."""
-    gamma, beta = float(np.asarray(params["crra"])), float(np.asarray(params["beta"]))
-    living = panel[panel["regime"].astype(str) != "dead"]
-    periods = living["period"] - panel["period"].min()
-    flow = beta**periods * living["consumption"].astype(np.float64) ** (1 - gamma) / (1 - gamma)
-    return flow.groupby(living["subject_id"]).sum()
+    """Return each subject's realised Σ β^t u_t(c_t) in levels over its years alive (Monte Carlo C).
+
+    Consumption in levels is ``consumption * income_unit`` (units of permanent income at the
+    first age); the working years' utility is net of the work cost, ((1 - κ) c)^(1-γ)/(1-γ).
+    """
+    if "income_unit" not in panel:
+        msg = (
+            "The panel has no column income_unit (each row's normaliser over permanent income at "
+            "the first age), which the Monte Carlo check of C needs: save the simulation with "
+            "project.pipeline.save_variant_bundle, which adds it."
+        )
+        raise WelfareError(msg)
+    crra, beta = float(np.asarray(params["crra"])), float(np.asarray(params["beta"]))
+    cost = float(np.asarray(params.get(WORK_COST, 0.0)))
+    regime = panel["regime"].astype(str)
+    living = panel[regime != "dead"]
+    net = np.where(regime[living.index] == WORKING, 1 - cost, 1.0)
+    level = net * living["consumption"].to_numpy(np.float64) * living["income_unit"].to_numpy()
+    periods = (living["period"] - panel["period"].min()).to_numpy()
+    flow = pd.Series(beta**periods * level ** (1 - crra) / (1 - crra), index=living.index)
+    return flow.groupby(living["subject_id"].to_numpy()).sum()
+
+
+def mean_and_error(values: np.ndarray) -> tuple[float, float]:
+    """Return the mean of independent draws and its standard error."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size))
 
 
 def welfare_effect(
@@ -150,76 +171,120 @@ def welfare_effect(
     base_solution: RegimeSolution,
     counterfactual_solution: RegimeSolution,
     states: pd.DataFrame,
-    weights: np.ndarray | None = None,
-    step: float = 0.02,
+    step: float = SCALE_STEP,
 ) -> dict[str, Any]:
-    """Return λ overall and by ``pref_type``, the expected values and their difference.
+    """Return λ, the mean values V0, V1 and C at ``states`` and V1 - V0.
 
-    ``states``: the initial states (one row per household, columns ``regime`` and its states);
-    both variants are evaluated there. ``weights``: one per row (default: equal), for every
-    mean. Keys: ``lambda``, ``lambda_by_type``, ``base_value``, ``counterfactual_value``,
-    ``value_difference`` (V1 - V0), ``consumption_utility`` (C), ``value_difference_by_type``,
-    ``type_shares`` (weighted), ``n_households``.
+    ``states``: the initial states (one row per household, columns ``regime`` and its states),
+    where both variants are evaluated; every household counts equally.
     """
-    base = initial_values(solution=base_solution, states=states)
-    counterfactual = initial_values(solution=counterfactual_solution, states=states)
-    consumption = consumption_utility(model=model, params=base_params, states=states, step=step)
+    v0 = float(np.mean(initial_values(solution=base_solution, states=states)))
+    v1 = float(np.mean(initial_values(solution=counterfactual_solution, states=states)))
+    c = consumption_utility(model=model, params=base_params, states=states, step=step).mean()
     crra = float(np.asarray(base_params["crra"]))
-    frame = pd.DataFrame({"v0": base, "v1": counterfactual, "c": consumption})
-    frame["w"] = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
-
-    def weighted_means(part: pd.DataFrame) -> pd.Series:
-        return part[["v0", "v1", "c"]].mul(part["w"], axis=0).sum() / part["w"].sum()
-
-    def effect(part: pd.DataFrame) -> float:
-        means = weighted_means(part)
-        return consumption_equivalent(
-            base_value=means["v0"],
-            counterfactual_value=means["v1"],
-            consumption_utility=means["c"],
-            crra=crra,
-        )
-
-    types = states["pref_type"].astype(str) if "pref_type" in states else None
-    groups = {} if types is None else dict(list(frame.groupby(types.to_numpy(), sort=False)))
-    order = list(states["pref_type"].cat.categories) if types is not None else []
-    order = [t for t in map(str, order) if t in groups] or sorted(groups)
-    means, by_type = weighted_means(frame), {t: weighted_means(groups[t]) for t in order}
     return {
-        "lambda": effect(frame),
-        "lambda_by_type": {t: effect(groups[t]) for t in order},
-        "base_value": float(means["v0"]),
-        "counterfactual_value": float(means["v1"]),
-        "value_difference": float(means["v1"] - means["v0"]),
-        "consumption_utility": float(means["c"]),
-        "value_difference_by_type": {t: float(m["v1"] - m["v0"]) for t, m in by_type.items()},
-        "type_shares": {t: float(groups[t]["w"].sum() / frame["w"].sum()) for t in order},
-        "n_households": len(frame),
+        "lambda": consumption_equivalent(
+            base_value=v0, counterfactual_value=v1, consumption_utility=c, crra=crra
+        ),
+        "base_value": v0,
+        "counterfactual_value": v1,
+        "value_difference": v1 - v0,
+        "consumption_utility": float(c),
+        "n_households": len(states),
     }
 
 
-def lambdas_at(
+def measured_at(
     *,
     model: Any,
     base_params: Mapping[str, Any],
     counterfactual_params: Mapping[str, Any],
     states: pd.DataFrame,
-    weights: np.ndarray | None = None,
-) -> dict[str, float]:
-    """Return λ overall (key ``"all"``) and by type with both variants solved at these params."""
+) -> dict[str, Any]:
+    """Return ``welfare_effect`` with both variants solved at these params."""
     solutions = [
         solve(model=model, params=dict(params), log_level="warning")
         for params in (base_params, counterfactual_params)
     ]
-    result = welfare_effect(
+    return welfare_effect(
         model=model,
         base_params=base_params,
         base_solution=solutions[0],
         counterfactual_solution=solutions[1],
         states=states,
-        weights=weights,
     )
-    return {"all": result["lambda"], **result["lambda_by_type"]}
+
+
+def delta_method(
+    *,
+    lambda_at: Callable[[Mapping[str, float]], float],
+    estimates: Mapping[str, float],
+    covariance: np.ndarray,
+    calibrated: Mapping[str, float] | None = None,
+    cost_gradient: Mapping[str, float] | None = None,
+    fixed_cost_covariance: np.ndarray | None = None,
+    relative_step: float = DELTA_RELATIVE_STEP,
+) -> dict[str, Any]:
+    """Return λ's delta-method standard errors, the calibrated param following and held fixed.
+
+    ``lambda_at(changes)``: λ with the params in ``changes`` moved off ``estimates`` and
+    ``calibrated`` (at most one param, whose slope in each estimate is ``cost_gradient``).
+    ``covariance``: the estimates' (rows in the order of ``estimates``) with the calibrated param
+    following them; ``fixed_cost_covariance``: with it held fixed (default: ``covariance``).
+    """
+    point = dict(estimates) | dict(calibrated or {})
+    if len(point) != len(estimates) + len(calibrated or {}) or len(calibrated or {}) > 1:
+        msg = (
+            f"Give at most one calibrated param, and none that is estimated: got "
+            f"{dict(calibrated or {})} with the estimates {list(estimates)}."
+        )
+        raise WelfareError(msg)
+    slopes = {}
+    for name, value in point.items():
+        h = relative_step * max(abs(float(value)), STEP_FLOOR)
+        up, down = (lambda_at({name: float(value) + sign * h}) for sign in (1, -1))
+        slopes[name] = (up - down) / (2 * h)
+    names = list(estimates)
+    partial = np.array([slopes[n] for n in names])
+    cost_slope = sum(slopes[n] for n in calibrated or {})
+    gradient = partial + cost_slope * np.array([(cost_gradient or {}).get(n, 0.0) for n in names])
+    covariance = np.asarray(covariance, dtype=np.float64).reshape(len(names), len(names))
+    fixed = covariance if fixed_cost_covariance is None else fixed_cost_covariance
+    fixed = np.asarray(fixed, dtype=np.float64).reshape(len(names), len(names))
+    return {
+        "lambda_se": float(np.sqrt(gradient @ covariance @ gradient)),
+        "lambda_se_fixed_cost": float(np.sqrt(partial @ fixed @ partial)),
+        "lambda_gradient": dict(zip(names, gradient.tolist(), strict=True)),
+        "lambda_gradient_fixed_cost": dict(zip(names, partial.tolist(), strict=True)),
+        "lambda_cost_slope": {n: slopes[n] for n in calibrated or {}},
+        "delta_relative_step": relative_step,
+    }
+
+
+def fixed_cost_covariance(estimation: SavedEstimation) -> np.ndarray:
+    """Return the estimates' covariance with the calibrated param held fixed.
+
+    ``S Ω S'`` with ``S = (G'WG)^-1 G'W`` the saved ``sensitivity`` and Ω the moments' variances
+    (diagonal: the SCF age groups are disjoint samples); checked against the saved
+    ``fixed_cost_standard_errors``. The calibrated record's ``fixed_cost_covariance`` where it
+    has one; without a calibrated param, the saved covariance.
+    """
+    calibrated = estimation.summary.get("calibrated") or {}
+    if not calibrated or "fixed_cost_covariance" in calibrated:
+        return np.asarray(calibrated.get("fixed_cost_covariance", estimation.covariance), float)
+    sensitivity = np.asarray(estimation.summary["sensitivity"], dtype=np.float64)
+    variances = estimation.moments["std_error"].to_numpy(np.float64) ** 2
+    covariance = sensitivity @ np.diag(variances) @ sensitivity.T
+    saved = np.array([calibrated["fixed_cost_standard_errors"][n] for n in estimation.params])
+    if not np.allclose(np.sqrt(np.diag(covariance)), saved, rtol=1e-6, atol=0):
+        msg = (
+            f"The estimation's fixed-cost standard errors {saved.tolist()} are not those of its "
+            f"sensitivity and moment variances ({np.sqrt(np.diag(covariance)).tolist()}): its "
+            "moments' covariance is not diagonal. Save the fixed-cost covariance in the summary's "
+            "calibrated record, or rebuild the estimation (`uv run pytask`)."
+        )
+        raise WelfareError(msg)
+    return covariance
 
 
 def welfare_uncertainty(
@@ -228,58 +293,58 @@ def welfare_uncertainty(
     base_params: Mapping[str, Any],
     counterfactual_params: Mapping[str, Any],
     states: pd.DataFrame,
-    estimates: Mapping[str, float],
-    covariance: np.ndarray,
-    weights: np.ndarray | None = None,
+    estimation: SavedEstimation,
     relative_step: float = DELTA_RELATIVE_STEP,
 ) -> dict[str, Any]:
-    """Return λ's delta-method standard error overall and by type, and its gradient in θ.
+    """Return λ's delta-method standard errors over ``estimation``'s estimates (float64).
 
-    ``specification``: the base variant's (its ``model`` and ``sizes`` are built in float64).
-    ``estimates``: the estimated params (θ̂, in the order of ``covariance``'s rows), which both
-    ``base_params`` and ``counterfactual_params`` must hold at exactly those values. The solves
-    run in float64 (differences of λ over a step of 1e-3 are below float32's resolution of V).
+    ``specification``: the base variant's (its ``model`` and ``sizes``). Both variants' params
+    must hold the estimates and the calibrated value exactly.
     """
-    names = list(estimates)
+    estimates, calibrated = estimation.params, calibrated_value(estimation.summary)
+    point = estimates | calibrated
     for params in (base_params, counterfactual_params):
-        mismatched = [n for n in names if float(np.asarray(params[n])) != float(estimates[n])]
+        mismatched = [n for n in point if float(np.asarray(params[n])) != point[n]]
         if mismatched:
             msg = (
-                f"The welfare measure's params differ from the estimates in {mismatched}: both "
-                "variants must be solved at the status quo's estimates. Rebuild with pytask."
+                f"The welfare measure's params differ from the estimation's in {mismatched}: both "
+                "variants must be solved at the status quo's estimates and calibrated work cost. "
+                "Rebuild with `uv run pytask`."
             )
-            raise ValueError(msg)
-    gradients: dict[str, dict[str, float]] = {}
+            raise WelfareError(msg)
+    fixed, record = fixed_cost_covariance(estimation), estimation.summary.get("calibrated") or {}
     with precision(x64=True):
         model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-        for name in names:
-            step = relative_step * abs(float(estimates[name]))
-            sides = [
-                lambdas_at(
-                    model=model,
-                    base_params={**base_params, name: float(estimates[name]) + sign * step},
-                    counterfactual_params={
-                        **counterfactual_params,
-                        name: float(estimates[name]) + sign * step,
-                    },
-                    states=states,
-                    weights=weights,
-                )
-                for sign in (1, -1)
-            ]
-            gradients[name] = {g: (sides[0][g] - sides[1][g]) / (2 * step) for g in sides[0]}
-    groups = list(next(iter(gradients.values())))
-    covariance = np.asarray(covariance, dtype=np.float64).reshape(len(names), len(names))
-    errors = {}
-    for group in groups:
-        gradient = np.array([gradients[n][group] for n in names])
-        errors[group] = float(np.sqrt(gradient @ covariance @ gradient))
+        result = delta_method(
+            lambda_at=lambda changes: measured_at(
+                model=model,
+                base_params={**base_params, **changes},
+                counterfactual_params={**counterfactual_params, **changes},
+                states=states,
+            )["lambda"],
+            estimates=estimates,
+            covariance=estimation.covariance,
+            calibrated=calibrated,
+            cost_gradient=record.get("cost_gradient"),
+            fixed_cost_covariance=fixed,
+            relative_step=relative_step,
+        )
+    return result | {
+        "estimated_params": estimates,
+        "calibrated_params": calibrated,
+        "calibration_fact": record.get("fact"),
+        "covariance": estimation.covariance.tolist(),
+        "fixed_cost_covariance": fixed.tolist(),
+        "params_at_bound": list(estimation.summary.get("params_at_bound", [])),
+    }
+
+
+def changed_params(base: Mapping[str, Any], counterfactual: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the scalar params the counterfactual changes: ``{name: [base, counterfactual]}``."""
     return {
-        "lambda_se": errors.pop("all"),
-        "lambda_se_by_type": errors,
-        "lambda_gradient": {n: gradients[n]["all"] for n in names},
-        "delta_relative_step": relative_step,
-        "estimated_params": dict(estimates),
+        name: [float(base[name]), float(value)]
+        for name, value in sorted(counterfactual.items())
+        if np.ndim(value) == 0 and name in base and float(base[name]) != float(value)
     }
 
 
@@ -290,24 +355,21 @@ def write_welfare(
     bundle_directories: Mapping[str, Path],
     estimation_directory: Path,
     path: Path,
-    weights: pd.DataFrame | None = None,
     provenance: Mapping[str, str] | None = None,
     base: str = "baseline",
-    counterfactual: str = "low_pension",
+    counterfactual: str = "benefit_cut",
 ) -> dict[str, Any]:
     """Measure the counterfactual's CE against the base variant; write and return the result.
 
-    ``weights`` (``subject_id``, ``weight``: the base variant's calibrated weights) weight its
-    households in every mean. The JSON holds ``lambda`` and ``lambda_by_type`` (shares), their
-    delta-method standard errors over the estimates in ``estimation_directory``
-    (``lambda_se``, ``lambda_se_by_type``), ``numbers`` (as printed), ``values`` (every
-    measure, including the Monte-Carlo check of C) and ``provenance``.
+    The JSON holds ``lambda``, its delta-method standard errors over the estimates in
+    ``estimation_directory`` (``lambda_se``: the work cost following them, the headline;
+    ``lambda_se_fixed_cost``), ``numbers`` (as printed), ``values`` (every measure, the Monte
+    Carlo check of C included) and ``provenance``.
     """
     start = time.perf_counter()
     specification = dict(specifications[base])
     panel = load_table(Path(bundle_directories[base]))
     states = initial_states(panel)
-    household_weights = subject_weights(states=states, weights=weights)
     with variant_precision(specification):
         model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
         solutions = {
@@ -322,58 +384,32 @@ def write_welfare(
             base_solution=solutions[base],
             counterfactual_solution=solutions[counterfactual],
             states=states,
-            weights=household_weights,
         )
     simulated = simulated_consumption_utility(panel=panel, params=specification["params"])
-    mean, error = weighted_mean_and_error(
-        simulated.reindex(states["subject_id"]).to_numpy(), weights=household_weights
-    )
-    result |= {
-        "simulated_consumption_utility": mean,
-        "simulated_consumption_utility_se": error,
-        "weighted": weights is not None,
-    }
-    estimation = load_estimation(Path(estimation_directory))
+    mean, error = mean_and_error(simulated.reindex(states["subject_id"]).to_numpy())
+    result |= {"simulated_consumption_utility": mean, "simulated_consumption_utility_se": error}
     result |= welfare_uncertainty(
         specification=specification,
         base_params=specification["params"],
         counterfactual_params=specifications[counterfactual]["params"],
         states=states,
-        estimates=estimation.params,
-        covariance=estimation.covariance,
-        weights=household_weights,
+        estimation=load_estimation(Path(estimation_directory)),
     )
-    result["params_at_bound"] = list(estimation.summary.get("params_at_bound", []))
+    result |= {
+        "base": base,
+        "counterfactual": counterfactual,
+        "policy": changed_params(specification["params"], specifications[counterfactual]["params"]),
+        "first_age": float(states["age"].iloc[0]) if "age" in states else None,
+    }
     content = {
         "lambda": result["lambda"],
-        "lambda_by_type": result["lambda_by_type"],
         "lambda_se": result["lambda_se"],
-        "lambda_se_by_type": result["lambda_se_by_type"],
+        "lambda_se_fixed_cost": result["lambda_se_fixed_cost"],
         "numbers": welfare_numbers(result),
-        "values": result | {"base": base, "counterfactual": counterfactual},
+        "values": result,
         "provenance": dict(provenance or {}),
     }
     text = json.dumps(content, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     write_bytes_atomically(Path(path), text.encode())
     logger.info("Welfare: λ = %.4f in %.1f s.", result["lambda"], time.perf_counter() - start)
     return content
-
-
-def subject_weights(*, states: pd.DataFrame, weights: pd.DataFrame | None) -> np.ndarray:
-    """Return each row's weight from ``weights`` (by ``subject_id``); ones without them.
-
-    ``attach_weights`` refuses weights that miss a household, repeat one or are not finite.
-    """
-    if weights is None:
-        return np.ones(len(states))
-    attached = attach_weights(panel=states[["subject_id"]], weights=weights)
-    return attached[WEIGHT].to_numpy(dtype=np.float64)
-
-
-def weighted_mean_and_error(values: np.ndarray, *, weights: np.ndarray) -> tuple[float, float]:
-    """Return the weighted mean of independent draws and its standard error (weights fixed)."""
-    shares = np.asarray(weights, dtype=np.float64) / np.sum(weights)
-    mean = float(shares @ values)
-    residuals = values - mean
-    correction = len(values) / (len(values) - 1)
-    return mean, float(np.sqrt(correction * np.sum(shares**2 * residuals**2)))

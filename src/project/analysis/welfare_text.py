@@ -1,7 +1,7 @@
-"""The paper's sentences on welfare: the consumption equivalent, its precision, its check.
+"""The paper's welfare numbers and sentences: the consumption equivalent, its precision, its check.
 
-Every number comes from ``welfare.json`` (``project.analysis.welfare``) as printed there, so a
-sentence and the results it cites cannot disagree.
+Every number is printed once, by ``welfare_numbers``, into ``welfare.json``'s ``numbers``; the
+sentences and the welfare table cite those strings, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -9,45 +9,110 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from project.analysis.notation import SMALLEST_SE, number, percent, symbol, type_name
+from project.analysis.notation import PARAMETERS, SMALLEST_SE, joined, number, percent, symbol
+from project.analysis.table_output import MINUS
 from project.estimation.inference import CONFIDENCE, CRITICAL
 
-SMALLEST_PRINTED = 0.005
-"""A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.00 %"."""
+SMALLEST_PRINTED = 0.0005
+"""A standard error below this many percentage points prints as ``SMALLEST_SE``, not "0.000 %"."""
+LAMBDA_DECIMALS = 2
+"""λ and its standard errors print in percent with this many decimals, or one more where the
+headline standard error is below 0.1 percentage points (so that it keeps two digits)."""
+VALUE_DECIMALS = 3
+"""Expected lifetime utilities (V0, V1, C and its Monte Carlo estimate) print with these."""
+
+
+def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
+    """Return every welfare number as printed, from ``write_welfare``'s ``values``.
+
+    λ (percent) with its standard errors and intervals (``lambda_se``, ``lambda_ci``: the work
+    cost following the estimates; ``lambda_se_fixed_cost``, ``lambda_ci_fixed_cost``: held
+    fixed), none where an estimate lies at a bound (``params_at_bound``); V0, V1, their
+    difference and C (``base_value``, ``counterfactual_value``, ``value_difference``,
+    ``consumption_utility``); the Monte Carlo check of C (``consumption_utility_mc``, its
+    ``_se`` and ``_distance`` in standard errors, ``n_households``), where ``result`` has it.
+    """
+    decimals = lambda_decimals(result)
+    numbers = {
+        "lambda": percent(result["lambda"], decimals=decimals),
+        "value_difference": number(result["value_difference"], decimals=VALUE_DECIMALS + 1),
+    }
+    for key in ("base_value", "counterfactual_value", "consumption_utility"):
+        if key in result:
+            numbers[key] = number(result[key], decimals=VALUE_DECIMALS)
+    if not result.get("params_at_bound"):  # no delta method at a bound
+        for suffix in ("", "_fixed_cost"):
+            error = result.get(f"lambda_se{suffix}")
+            if error is not None:
+                numbers[f"lambda_se{suffix}"] = (
+                    percent(error, decimals=decimals)
+                    if 100 * error >= SMALLEST_PRINTED
+                    else SMALLEST_SE
+                )
+                low, high = (
+                    percent(b, decimals=decimals) for b in normal_interval(result["lambda"], error)
+                )
+                numbers[f"lambda_ci{suffix}"] = f"[{low}, {high}]"
+    error = result.get("simulated_consumption_utility_se")
+    if error and "consumption_utility" in result:
+        simulated = result["simulated_consumption_utility"]
+        numbers |= {
+            "consumption_utility_mc": number(simulated, decimals=VALUE_DECIMALS),
+            "consumption_utility_mc_se": number(error, decimals=VALUE_DECIMALS),
+            "consumption_utility_mc_distance": number(
+                abs(simulated - result["consumption_utility"]) / error, decimals=1
+            ),
+            "n_households": f"{int(result['n_households']):,}",
+        }
+    return numbers
+
+
+def lambda_decimals(result: Mapping[str, Any]) -> int:
+    """Return the decimals of λ in percent: ``LAMBDA_DECIMALS``, one more for a small s.e."""
+    error = None if result.get("params_at_bound") else result.get("lambda_se")
+    return LAMBDA_DECIMALS + int(error is not None and 100 * error < 0.1)
+
+
+def normal_interval(value: float, error: float) -> tuple[float, float]:
+    """Return the 95 % interval of ``value`` with standard error ``error`` (normal)."""
+    return value - CRITICAL * error, value + CRITICAL * error
 
 
 def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
     """Return the abstract's and the counterfactual section's sentences on welfare.
 
-    With the delta-method standard errors of ``welfare`` (``lambda_se``), both say how precise
-    λ is given the estimated preferences.
+    Both say what the standard error carries: the sampling uncertainty of the estimated
+    preferences, with the cost of working calibrated again at each (``lambda_se``).
     """
+    printed, values = welfare["numbers"], welfare.get("values", {})
     overall = float(welfare["lambda"])
-    size = percent(abs(overall), decimals=2)
-    verb = "loss" if overall < 0 else "gain"
-    printed = welfare.get("numbers", {})
-    by_type = "; ".join(
-        f"{type_name(t).lower()} households {percent(v, decimals=2)}"
-        + (f" (s.e. {printed[f'lambda_{t}_se']})" if f"lambda_{t}_se" in printed else "")
-        for t, v in welfare["lambda_by_type"].items()
+    cut = _policy(values)
+    abstract = (
+        f"{cut[:1].upper()}{cut[1:]} is a welfare {'loss' if overall < 0 else 'gain'} worth "
+        f"{printed['lambda'].removeprefix(MINUS)} of consumption in every period and state"
     )
-    abstract = f"The cut is a welfare {verb} worth {size} of consumption in every period and state"
-    sentence = f"The cut's consumption equivalent is λ = {percent(overall, decimals=2)}"
+    households = (
+        f"the {int(values['n_households']):,} simulated" if "n_households" in values else "the"
+    )
+    sentence = (
+        f"Evaluated ex ante at age {_age(values)} over {households} households' initial cash on "
+        f"hand, each counted equally, {cut} has the consumption equivalent λ = {printed['lambda']}"
+    )
     if "lambda_se" in printed:
-        error = printed["lambda_se"]
-        abstract += f" (standard error {error}, from the estimated preferences)"
-        sentence += (
-            f" (standard error {error}; {percent(CONFIDENCE, decimals=0)} interval "
-            f"{printed['lambda_ci']}), the standard error carrying the sampling uncertainty of "
-            "the estimated preferences by the delta method"
+        recalibrated = bool(values.get("calibrated_params"))
+        abstract += (
+            f" (standard error {printed['lambda_se']}, from the sampling uncertainty of the "
+            "estimated preferences"
+            + (", the cost of working recalibrated along)" if recalibrated else ")")
         )
-    sentence += f". By type: {by_type}."
-    if welfare.get("values", {}).get("weighted"):
         sentence += (
-            " Both variants are evaluated at the baseline\u2019s simulated households, weighted "
-            "by their calibrated baseline weights (those of the tables\u2019 baseline columns)."
+            f" (standard error {printed['lambda_se']}; {percent(CONFIDENCE, decimals=0)} "
+            f"interval {printed['lambda_ci']}). The standard error carries the sampling "
+            f"uncertainty of the estimated {_estimated(values)} by the delta method"
+            + (_recalibration(values, printed) if recalibrated else "")
         )
-    at_bound = welfare.get("values", {}).get("params_at_bound", [])
+    sentence += "."
+    at_bound = values.get("params_at_bound", [])
     if at_bound:
         names = " and ".join(symbol(p) for p in at_bound)
         sentence += (
@@ -57,66 +122,42 @@ def welfare_sentence(welfare: Mapping[str, Any]) -> dict[str, str]:
     return {"abstract": abstract + ".", "sentence": sentence}
 
 
-def precise_types_sentence(
-    welfare: Mapping[str, Any],
-    *,
-    retirement_ages: Mapping[str, Mapping[str, str]],
-    mandatory_age: str,
-) -> str:
-    """Return why a type's λ has a standard error too small to print (empty when none has).
-
-    ``retirement_ages`` are the printed mean retirement ages by variant and type (the results
-    numbers); a type that retires at ``mandatory_age`` under both pensions changes no choice of
-    when to retire, which is why its λ hardly moves with the preferences.
-    """
-    printed = welfare.get("numbers", {})
-    parts = []
-    for pref_type in welfare.get("lambda_by_type", {}):
-        if printed.get(f"lambda_{pref_type}_se") != SMALLEST_SE:
-            continue
-        name = type_name(pref_type)
-        ages = [by_type.get(name) for by_type in retirement_ages.values()]
-        reason = ""
-        if None not in ages and {float(a) for a in ages} == {float(mandatory_age)}:
-            reason = (
-                f": on average they retire at the mandatory age of {mandatory_age} under both "
-                "pensions, so the cut hardly changes when they retire; their λ depends on the "
-                "preferences only through saving and discounting, and the delta method finds it "
-                "nearly constant over the estimates\u2019 sampling uncertainty"
-            )
-        parts.append(
-            f" The standard error of the {name.lower()} households\u2019 λ is below "
-            f"{SMALLEST_SE.removeprefix('< ')}{reason}."
+def _recalibration(values: Mapping[str, Any], printed: Mapping[str, str]) -> str:
+    """Return the clause on the cost of working, recalibrated at each value of the estimates."""
+    fact = values.get("calibration_fact") or {}
+    clause = (
+        f", with the cost of working {_symbols(values['calibrated_params'])} calibrated again at "
+        "each value of them, as the estimation calibrates it"
+    )
+    if fact:
+        clause += (
+            f" (so that {percent(fact['share'], decimals=0)} of the workers alive at "
+            f"{fact['age']} claim there)"
         )
-    return "".join(parts)
+    if "lambda_se_fixed_cost" in printed:
+        clause += (
+            "; holding it fixed instead, in the estimates' covariance and in λ's response to "
+            f"them, the standard error would be {printed['lambda_se_fixed_cost']}"
+        )
+    return clause
 
 
-def monte_carlo_numbers(welfare: Mapping[str, Any]) -> dict[str, str]:
-    """Return the Monte Carlo check of C as printed (empty without one).
+def _estimated(values: Mapping[str, Any]) -> str:
+    names = list(values.get("estimated_params", {}))
+    return f"preferences {_symbols(names)}" if names else "preferences"
 
-    ``exact``: C from the solution; ``simulated`` and ``simulated_se``: its Monte Carlo estimate
-    and standard error from the simulated households (``n_households``); ``distance``: their
-    gap in standard errors.
-    """
-    values = welfare.get("values", {})
-    needed = ("consumption_utility", "simulated_consumption_utility")
-    if not all(k in values for k in needed) or not values.get("simulated_consumption_utility_se"):
-        return {}
-    exact, simulated = values["consumption_utility"], values["simulated_consumption_utility"]
-    error = values["simulated_consumption_utility_se"]
-    return {
-        "exact": number(exact, decimals=2),
-        "simulated": number(simulated, decimals=2),
-        "simulated_se": number(error, decimals=3),
-        "distance": number(abs(simulated - exact) / error, decimals=1),
-        "n_households": f"{int(values.get('n_households', 0)):,}",
-    }
+
+def _symbols(names: Any) -> str:
+    """Return the params' symbols joined, in the order of the paper's notation."""
+    order = list(PARAMETERS)
+    ranked = sorted(names, key=lambda n: order.index(n) if n in order else len(order))
+    return joined([symbol(n) for n in ranked])
 
 
 def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
     """Return the Monte Carlo check of the welfare measure (empty without one)."""
-    printed = monte_carlo_numbers(welfare)
-    if not printed:
+    printed = welfare.get("numbers", {})
+    if "consumption_utility_mc" not in printed:
         return ""
     values = welfare["values"]
     gap = values["simulated_consumption_utility"] - values["consumption_utility"]
@@ -129,10 +170,11 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
     ) + number(CRITICAL, decimals=2)
     return (
         " The expected discounted utility of consumption behind λ, computed from the solution "
-        f"({printed['exact']}), and its Monte Carlo estimate from the "
-        f"{printed['n_households']} simulated households "
-        f"({printed['simulated']}, standard error {printed['simulated_se']}) are "
-        f"{printed['distance']} standard errors apart, {verdict}"
+        f"({printed['consumption_utility']}), and its Monte Carlo estimate from the "
+        f"{printed['n_households']} simulated households' realised consumption "
+        f"({printed['consumption_utility_mc']}, standard error "
+        f"{printed['consumption_utility_mc_se']}) are {printed['consumption_utility_mc_distance']} "
+        f"standard errors apart, {verdict}"
         + (
             f": the check passes at the {level} level."
             if within
@@ -141,32 +183,19 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
     )
 
 
-def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
-    """Return λ, its s.e. and 95 % interval (percent) overall and by type, and the value gap.
-
-    No s.e. or interval is printed where an estimate lies at a bound (``params_at_bound``).
-    """
-    numbers = {"value_difference": number(result["value_difference"], decimals=4)}
-    valid = not result.get("params_at_bound")  # no delta method at a bound
-    errors = result.get("lambda_se_by_type", {}) if valid else {}
-    groups = {"": (result["lambda"], result.get("lambda_se") if valid else None)} | {
-        f"_{t}": (v, errors.get(t)) for t, v in result["lambda_by_type"].items()
-    }
-    for suffix, (value, error) in groups.items():
-        numbers[f"lambda{suffix}"] = _percent(value)
-        if error is not None:
-            numbers[f"lambda{suffix}_se"] = (
-                _percent(error) if 100 * error >= SMALLEST_PRINTED else SMALLEST_SE
-            )
-            low, high = normal_interval(value, error)
-            numbers[f"lambda{suffix}_ci"] = f"[{_percent(low)}, {_percent(high)}]"
-    return numbers
+def _policy(values: Mapping[str, Any]) -> str:
+    """Return the counterfactual as the sentences name it ("the benefit cut (paying 79 % ...)")."""
+    change = values.get("policy", {}).get("benefit_scale")
+    if change is None:
+        return "the counterfactual"
+    base, cut = change
+    scheduled = "" if base == 1 else f" instead of {percent(base, decimals=0)}"
+    return (
+        f"the benefit cut (paying {percent(cut, decimals=0)} of scheduled Social Security "
+        f"benefits{scheduled})"
+    )
 
 
-def normal_interval(value: float, error: float) -> tuple[float, float]:
-    """Return the 95 % interval of ``value`` with standard error ``error`` (normal)."""
-    return value - CRITICAL * error, value + CRITICAL * error
-
-
-def _percent(value: float) -> str:
-    return percent(value, decimals=2)
+def _age(values: Mapping[str, Any]) -> str:
+    age = values.get("first_age")
+    return "entry" if age is None else f"{float(age):g}"
