@@ -19,12 +19,12 @@ import pandas as pd
 import scipy.stats
 
 from project import style
-from project.analysis.model_numbers import calibration_notes
 from project.analysis.identification import (
     identification_caption,
     identification_table,
     plot_criterion_profiles,
 )
+from project.analysis.model_numbers import calibration_notes
 from project.analysis.notation import (
     PARAMETERS,
     Notation,
