@@ -1,25 +1,29 @@
-"""The accuracy checks of ``project.analysis.validation``: exact oracle, Euler errors, gaps.
+"""The accuracy checks of ``project.analysis.validation``: the IJRS oracle and grid convergence.
 
 ``ijrs_exact`` is the exact solution of the IJRS (2017) model (log utility, r = 0, no taste
 shocks), by enumerating retirement dates; each date's consumption path is the tightest
-affordable Euler path. ``euler_errors`` are the relative Euler-equation errors of a
-``lifecycle_regimes`` solution, with logit-weighted next-period options and survival;
-``compare_solutions`` measures the gaps between two solutions of the same regime model.
+affordable Euler path. ``ijrs_oracle_check`` measures DC-EGM against it: a check of the method
+on *another* model with a known solution, not of the pipeline's. ``panel_states`` reads the
+living households' states off a simulated panel; ``compare_at_states`` measures the gaps between
+two solutions of the pipeline's model there. The Euler errors of the pipeline's model are in
+``project.analysis.euler``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from project.analysis.euler import evaluate, padded_rows
 from project.dispatch import solve
-from project.grids import code_combinations
+from project.errors import DataError
 from project.models import ijrs
-from project.models.income import rouwenhorst_matrix, rouwenhorst_nodes
 from project.regimes.solution import RegimeSolution
+
+ALIVE = ("working", "retired")
+"""The regimes of the living (the pipeline's model)."""
 
 
 def ijrs_exact(
@@ -115,178 +119,96 @@ def ijrs_oracle_check(
     }
 
 
-def euler_errors(
-    *, solution: RegimeSolution, wealth: np.ndarray, min_probability: float = 0.01
-) -> pd.DataFrame:
-    """Return relative Euler errors of a ``lifecycle_regimes`` solution (no bequest motive).
+def panel_states(panel: pd.DataFrame, *, n_households: int | None = None) -> pd.DataFrame:
+    """Return the living rows of the first ``n_households`` subjects (all: None).
 
-    One row per period with a successor, regime, type, income node (workers), option with
-    choice probability >= ``min_probability`` and wealth: ``error`` = |(u')^-1(beta (1 + r)
-    s_t E[sum_d' P_d' u'(c_d')]) / c - 1| with u'(c) = c^-crra and s_t the survival
-    probability (the dead have no marginal utility), NaN where the borrowing limit binds.
+    Columns: subject_id, period, age, regime (str), claim (the option's code: 1 claims, 0
+    keeps working; 0 for retirees), wealth and unit (the regime's normaliser over permanent
+    income: 1 while working, B / P at the claim after it; from the panel's income_unit).
     """
-    if "bequest_weight" in solution.params:
-        msg = "euler_errors: a bequest motive adds marginal value at death; not covered here."
-        raise ValueError(msg)
-    p = {k: np.asarray(v, dtype=np.float64) for k, v in solution.params.items()}
-    working, retired = solution.solutions["working"], solution.solutions["retired"]
-    n_types = retired.model.states["pref_type"].n_points
-    n_income = working.model.states["income"].n_points
-    nodes = np.asarray(
-        rouwenhorst_nodes(n_nodes=n_income, rho=p["income_rho"], sigma=p["income_sigma"])
+    regime = panel["regime"].astype(str)
+    living = panel.loc[regime.isin(ALIVE)]
+    if n_households is not None:
+        subjects = np.sort(living["subject_id"].unique())[:n_households]
+        living = living.loc[living["subject_id"].isin(subjects)]
+    regime = living["regime"].astype(str).to_numpy()
+    claim = living["claim"].astype(str).map({"working": 0, "claim": 1}).fillna(0)
+    claims = living.loc[(regime == "working") & (claim == 1).to_numpy()]
+    at_claim = claims.set_index("subject_id")["income_unit"]
+    unit = np.where(
+        regime == "retired",
+        living["income_unit"].to_numpy() / living["subject_id"].map(at_claim).to_numpy(),
+        1.0,
     )
-    markov = np.asarray(rouwenhorst_matrix(n_nodes=n_income, rho=p["income_rho"]))
-    retire_code = np.asarray(working.structure.choices)[:, 0]
-    limit = float(np.asarray(retired.savings)[0])
-    gamma, gross = float(p["crra"]), 1.0 + float(p["r"])
-    ages = np.asarray(solution.model.ages, dtype=np.float64)
-    codes = np.array(code_combinations([n_types, n_income]))
-    workers = {
-        "pref_type": np.repeat(codes[:, 0], wealth.size),
-        "income": np.repeat(codes[:, 1], wealth.size),
-        "wealth": np.tile(wealth, len(codes)),
-    }
-    retirees = {"pref_type": np.repeat(np.arange(n_types), wealth.size)}
-    retirees["wealth"] = np.tile(wealth, n_types)
-    earned = float(p["wage"]) * np.exp(nodes[workers["income"]])
-    rows = []
-    for t in range(len(ages) - 1):
-        common = {
-            "period": t,
-            "factor": float(p["beta"]) * gross * _survival(p, period=t, age=ages[t]),
-            "gamma": gamma,
-            "limit": limit,
-        }
-        c = np.asarray(retired.evaluate_flat(period=t, states=retirees).consumption, np.float64)
-        cash = gross * (retirees["wealth"] - c) + p["pension"]
-        after = _marginal(retired, period=t + 1, states=retirees | {"wealth": cash}, gamma=gamma)
-        rows.append(_rows(**common, flat=retirees, option="retired", consumption=c, after=after))
-        at = working.evaluate_flat(period=t, states=workers)
-        for d, code in enumerate(retire_code):
-            c = np.asarray(at.choice_consumption, np.float64)[:, d]
-            saved = gross * (workers["wealth"] - c)
-            if code == 1:
-                states = workers | {"wealth": saved + p["pension"]}
-                after = _marginal(retired, period=t + 1, states=states, gamma=gamma)
-            else:
-                after = sum(
-                    markov[workers["income"], k]
-                    * _marginal(
-                        working,
-                        period=t + 1,
-                        states=workers | {"income": np.full(c.shape, k), "wealth": saved + earned},
-                        gamma=gamma,
-                    )
-                    for k in range(n_income)
-                )
-            keep = np.asarray(at.probability, np.float64)[:, d] >= min_probability
-            rows.append(
-                _rows(
-                    **common,
-                    flat=workers,
-                    option="retire" if code == 1 else "work",
-                    consumption=c,
-                    after=after,
-                )[keep]
-            )
-    return pd.concat(rows, ignore_index=True)
-
-
-def _survival(p: Mapping[str, np.ndarray], *, period: int, age: float) -> float:
-    if "survival_probabilities" in p:
-        return float(p["survival_probabilities"][period])
-    if "mortality_intercept" in p:
-        hazard = np.exp(p["mortality_intercept"] + p["mortality_slope"] * age)
-        return float(1 - min(1.0, hazard))
-    return 1.0
-
-
-def _marginal(
-    solution: Any, *, period: int, states: Mapping[str, np.ndarray], gamma: float
-) -> np.ndarray:
-    """Return the logit-weighted marginal utility of next period's options at ``states``."""
-    known = {k: v for k, v in states.items() if k in solution.model.state_names}
-    at = solution.evaluate_flat(period=period, states=known)
-    marginal = np.asarray(at.choice_consumption, np.float64).reshape(len(states["wealth"]), -1)
-    weights = np.asarray(at.probability, np.float64).reshape(marginal.shape)
-    return (weights * marginal**-gamma).sum(axis=1)
-
-
-def _rows(
-    *,
-    period: int,
-    flat: Mapping[str, np.ndarray],
-    option: str,
-    consumption: np.ndarray,
-    after: np.ndarray,
-    factor: float,
-    gamma: float,
-    limit: float,
-) -> pd.DataFrame:
-    """Return the Euler errors of one option at ``flat`` states (NaN at the borrowing limit)."""
-    c = consumption
-    implied = (factor * after) ** (-1 / gamma)
-    error = np.abs(implied / c - 1)
-    binding = flat["wealth"] - c <= limit + 1e-5 * np.maximum(1.0, flat["wealth"])
+    if np.isnan(unit).any():
+        msg = (
+            "panel_states: a retiree's subject has no working row that claims (or no "
+            "income_unit) in the panel; pass a whole simulated panel "
+            "(SimulationResult.to_dataframe() with income_unit)."
+        )
+        raise DataError(msg)
     return pd.DataFrame(
         {
-            "period": period,
-            "regime": "retired" if option == "retired" else "working",
-            "pref_type": flat["pref_type"],
-            "income": flat.get("income", -1),
-            "option": option,
-            "wealth": flat["wealth"],
-            "error": np.where(binding, np.nan, error),
+            "subject_id": living["subject_id"].to_numpy(),
+            "period": living["period"].to_numpy(dtype=np.int64),
+            "age": living["age"].to_numpy(dtype=np.float64),
+            "regime": regime,
+            "claim": claim.to_numpy(dtype=np.int64),
+            "wealth": living["wealth"].to_numpy(dtype=np.float64),
+            "unit": unit,
         }
     )
 
 
-def euler_summary(errors: pd.DataFrame) -> dict[str, float]:
-    """Return mean and max log10 Euler error over unconstrained rows and the constrained share."""
-    free = errors["error"].dropna()
-    logged = np.log10(np.maximum(free.to_numpy(), 1e-16))
+def compare_at_states(
+    *, one: RegimeSolution, reference: RegimeSolution, states: pd.DataFrame
+) -> dict[str, Any]:
+    """Return the gaps of ``one`` to ``reference`` at ``states`` (``panel_states``' columns).
+
+    Consumption is the optimal option's, its gap absolute in units of permanent income (times
+    the row's ``unit``: the pension's share of permanent income at the claim for a retiree);
+    V's gap is relative, |V / V_ref - 1|. Keys: consumption_mean, consumption_max,
+    consumption_max_at, value_mean, value_max, value_max_at (age, regime, wealth),
+    option_differs (how many workers' states have another optimal option), n_working and
+    n_states.
+    """
+    states = states.reset_index(drop=True)
+    gaps = {
+        "consumption": np.zeros(len(states)),
+        "value": np.zeros(len(states)),
+        "option": np.zeros(len(states), dtype=bool),
+    }
+    rows = padded_rows(states)
+    for (period, regime), group in states.groupby(["period", "regime"], sort=True):
+        index = group.index.to_numpy()
+        wealth = group["wealth"].to_numpy()
+        ours, theirs = (
+            evaluate(s.solutions[str(regime)], period=int(period), wealth=wealth, block=rows)
+            for s in (one, reference)
+        )
+        gaps["consumption"][index] = np.abs(ours.consumption - theirs.consumption)
+        gaps["consumption"][index] *= group["unit"].to_numpy()
+        gaps["value"][index] = np.abs(ours.value / theirs.value - 1)
+        gaps["option"][index] = ours.choice != theirs.choice
+    working = (states["regime"] == "working").to_numpy()
     return {
-        "mean_log10": float(logged.mean()),
-        "max_log10": float(logged.max()),
-        "p95_log10": float(np.percentile(logged, 95)),
-        "n_points": int(free.size),
-        "share_constrained": float(errors["error"].isna().mean()),
+        "n_states": len(states),
+        **_gap_statistics(states, gaps["consumption"], name="consumption"),
+        **_gap_statistics(states, gaps["value"], name="value"),
+        "option_differs": int(gaps["option"][working].sum()),
+        "n_working": int(working.sum()),
     }
 
 
-def compare_solutions(
-    *, one: RegimeSolution, other: RegimeSolution, wealth: np.ndarray
-) -> dict[str, float]:
-    """Return the gaps in V and the likeliest option's consumption at common states.
-
-    States: every period, solved regime, discrete state combination and ``wealth``. Keys:
-    ``value_max``, ``value_mean`` (|dV|), ``consumption_max``, ``consumption_mean`` (|dc|)
-    and ``choice_differs`` (share of workers' states whose likeliest option differs).
-    """
-    gaps: dict[str, list[np.ndarray]] = {"value": [], "consumption": [], "choice": []}
-    for regime, solution in one.solutions.items():
-        model = solution.model
-        discrete = [s for s in model.state_names if s != "wealth"]
-        codes = np.array(code_combinations([model.states[s].n_points for s in discrete]))
-        states = {s: np.repeat(codes[:, i], wealth.size) for i, s in enumerate(discrete)}
-        states["wealth"] = np.tile(wealth, len(codes))
-        for t in range(len(model.ages)):
-            ours = one.policy(period=t, regime=regime, states=states)
-            theirs = other.policy(period=t, regime=regime, states=states)
-            value = one.value(period=t, regime=regime, states=states)
-            gaps["value"].append(
-                np.abs(value - other.value(period=t, regime=regime, states=states))
-            )
-            gaps["consumption"].append(np.abs(ours["consumption"] - theirs["consumption"]))
-            if "retirement" in ours:
-                gaps["choice"].append(ours["retirement"] != theirs["retirement"])
-    value, consumption = (
-        np.concatenate(gaps[k]).astype(np.float64) for k in ("value", "consumption")
-    )
+def _gap_statistics(states: pd.DataFrame, gaps: np.ndarray, *, name: str) -> dict[str, Any]:
+    """Return the mean and max of ``gaps`` and where the max is (age, regime, wealth)."""
+    worst = states.iloc[int(np.argmax(gaps))]
     return {
-        "value_max": float(value.max()),
-        "value_mean": float(value.mean()),
-        "consumption_max": float(consumption.max()),
-        "consumption_mean": float(consumption.mean()),
-        "choice_differs": float(np.concatenate(gaps["choice"]).mean()) if gaps["choice"] else 0.0,
+        f"{name}_mean": float(gaps.mean()),
+        f"{name}_max": float(gaps.max()),
+        f"{name}_max_at": {
+            "age": float(worst["age"]),
+            "regime": str(worst["regime"]),
+            "wealth": float(worst["wealth"]),
+        },
     }
