@@ -118,3 +118,20 @@ def test_points_too_dense_for_the_working_precision_raise():
 def test_default_savings_grid_is_keyword_only():
     with pytest.raises(TypeError):
         default_savings_grid(20.0)  # type: ignore[misc]
+
+
+def test_a_refined_exponential_grid_subdivides_its_first_interval_geometrically():
+    from project.savings_grids import exponential_grid
+
+    plain = np.asarray(exponential_grid(stop=40.0, n_points=138).points)
+    refined = np.asarray(exponential_grid(stop=40.0, n_points=150, n_refined=12).points)
+    assert refined.size == 150 and refined[0] == 0.0 and refined[-1] == 40.0
+    np.testing.assert_array_equal(refined[13:], plain[1:])  # the rest is the plain grid's
+    inner = refined[1:14]  # 1e-7, ..., the plain grid's first point: one ratio between them
+    ratios = inner[1:] / inner[:-1]
+    np.testing.assert_allclose(ratios, ratios[0], rtol=1e-12)
+    assert inner[0] == pytest.approx(1e-7, rel=1e-12)
+    with pytest.raises(GridInitializationError, match="0 < smallest < the first step"):
+        exponential_grid(stop=40.0, n_points=150, n_refined=12, smallest=1.0)
+    with pytest.raises(GridInitializationError, match="n_refined must be an int"):
+        exponential_grid(stop=40.0, n_points=150, n_refined=1.5)

@@ -263,10 +263,7 @@ ESTIMATION = (
     EstimationSettings()
     if PROFILE == "default"
     else EstimationSettings(
-        estimated=("beta",),
-        start={"beta": 0.95},
-        bounds={"beta": (0.8, 1.05)},
-        age_groups=((40, 45), (50, 55), (55, 60)),
+        age_groups=((30, 35), (40, 45), (50, 55), (55, 60)),
         n_subjects=400,
         n_starts=1,
         algo_options={"trustregion_initial_radius": 0.05, "stopping_maxiter": 3},
@@ -276,8 +273,8 @@ ESTIMATION = (
     )
 )
 """The estimation's choices (``project.estimation.variant``, ``project.estimation.calibrated``).
-The smoke profile estimates the discount factor alone, from three age groups of 400
-households, with a few steps of each search: a check that the chain runs, not an estimate."""
+The smoke profile estimates both from four age groups of 400 households, with a few steps of
+each search: a check that the chain runs, not an estimate."""
 
 
 @dataclass(frozen=True)

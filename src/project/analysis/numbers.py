@@ -103,7 +103,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         "simulation_share": percent(largest_simulation_share(first.moments)),
         "step_sentence": step_sentence(first),
         "misfit_sentence": misfit_sentence(first),
-        "correlation": number(first.correlation, decimals=2),
+        "correlation": number(first.correlation, decimals=2) if len(first.params) > 1 else "",
         "correlation_sentence": correlation_sentence(first),
         "j_inflation_sentence": j_inflation_sentence(first),
         "start": joined(

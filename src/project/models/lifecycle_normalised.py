@@ -126,6 +126,14 @@ class ClaimStatus:
     claim: int = 1
 
 
+REFINED_EVERY, REFINED_SMALLEST = 12, 1e-7
+"""One savings point in ``REFINED_EVERY`` subdivides the first interval of HARK's grid
+geometrically from ``REFINED_SMALLEST``: with a chance of a year without income the marginal
+value of saving is steepest just above the borrowing limit, where the plain grid's first step
+(0.006 of permanent income at 150 points) left Euler errors of up to 80 % (log10 -0.1) at the
+poorest simulated states; with 12 of 150 points there, at most 6 % (log10 -1.3)."""
+
+
 def n_periods() -> int:
     """Return the number of periods (ages 25..99)."""
     return LAST_AGE - FIRST_AGE + 1
@@ -137,7 +145,13 @@ def build_model(
     """Return the model (working, retired, dead) on ages 25..99 (EV1 shocks on the claim)."""
     ages = range(FIRST_AGE, LAST_AGE + 1)
     wealth = LogSpacedGrid(start=0.05, stop=savings_max, n_points=50, name="wealth")
-    savings = exponential_grid(stop=savings_max, n_points=n_savings, n_nests=3)
+    savings = exponential_grid(
+        stop=savings_max,
+        n_points=n_savings,
+        n_nests=3,
+        n_refined=n_savings // REFINED_EVERY,
+        smallest=REFINED_SMALLEST,
+    )
     periods = n_periods()
     survival = {"survival_probabilities": (periods,)}
     working = Model(
