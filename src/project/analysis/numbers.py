@@ -107,7 +107,10 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         "correlation_sentence": correlation_sentence(first),
         "j_inflation_sentence": j_inflation_sentence(first),
         "start": joined(
-            [f"{symbol(n)} = {float(settings['start'][n]):g}" for n in settings["estimated"]]
+            [
+                f"{symbol(n)} = {number(settings['start'][n], decimals=printed_decimals(n))}"
+                for n in settings["estimated"]
+            ]
         ),
         "n_households": f"{round(float(first.moments['n_data'].sum())):,}",
         "n_starts": str(int(settings["n_starts"])),

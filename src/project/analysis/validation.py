@@ -259,7 +259,8 @@ def validation_sentence(results: Mapping[str, Any]) -> str:
         f"{n['euler_max_log10']} at most ({_at(n, 'euler_max')}, savings "
         f"{n['euler_max_savings']})"
     )
-    if "euler_beyond_first_step_max_log10" in n:
+    beyond = n.get("euler_beyond_first_step_max_log10")
+    if beyond is not None and beyond != n["euler_max_log10"]:  # the largest in the first step
         text += (
             f"; where savings exceed the savings grid's first step ({n['euler_first_step']}), "
             f"the maximum is {n['euler_beyond_first_step_max_log10']} "
