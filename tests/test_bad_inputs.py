@@ -295,12 +295,14 @@ def check(**fields):
 
 
 def check_specification(**params):
+    from project.config import VARIANTS
     from project.estimation.robustness import robustness_specification
+    from project.pipeline import variant_specification
 
     return robustness_specification(
         check={"name": "c", "params": params},
-        specification={"name": "baseline", "params": PARAMS},
-        estimated=("crra", "beta"),
+        specification=variant_specification(VARIANTS["baseline"]),
+        protected=("crra", "beta", "work_cost"),
     )
 
 
@@ -369,12 +371,12 @@ CASES += [
     ("robustness params a list", lambda: check(params=[1]), "params must be a dict"),
     ("robustness ages reversed", lambda: check(age_groups=((60, 55),)), "age_min < age_max"),
     ("robustness ages floats", lambda: check(age_groups=((50.0, 55),)), "whole ages"),
-    ("robustness sets an estimate", lambda: check_specification(crra=3.0), "estimated params"),
+    ("robustness sets an estimate", lambda: check_specification(crra=3.0), "estimates or calib"),
     ("robustness unknown param", lambda: check_specification(rho=0.9), "unknown params ['rho']"),
     (
         "robustness param shape",
-        lambda: check_specification(disutility_of_work=0.1),
-        "'disutility_of_work' has shape (2,)",
+        lambda: check_specification(income_growth=1.0),
+        "'income_growth' has shape (75,)",
     ),
     ("robustness without estimates", lambda: check_settings(estimates={}), "rebuild"),
     ("launcher unknown", lambda: launcher("mpirun"), "PROJECT_LAUNCHER='mpirun'"),

@@ -833,7 +833,7 @@ def test_synthetic_truth_meets_its_own_targets(regime):
 
 
 @pytest.mark.parametrize("file_name", ["targets.csv", "targets_smoke.csv"])
-@pytest.mark.parametrize("variant", ["baseline", "low_pension", "baseline_grid"])
+@pytest.mark.parametrize("variant", ["baseline", "benefit_cut"])
 def test_shipped_targets_files_parse_per_variant(file_name, variant):
     table = pd.read_csv(ROOT / "data" / file_name)
     definitions, problem = parse_targets(targets=table, variant=variant)

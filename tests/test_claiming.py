@@ -224,6 +224,7 @@ def test_the_calibrated_slopes_are_the_implicit_function_theorem_s_on_a_linear_s
         step=lambda value: 1e-3 * max(abs(value), 0.1),
         settings={"relative_step": 1e-3},
     )
+
     @dataclasses.dataclass(frozen=True)
     class Result:  # what _following reads of an MSMResult, and replaces
         params: dict

@@ -720,6 +720,8 @@ def test_a_multistart_keeps_the_end_point_with_the_lowest_criterion_not_the_repo
     nan_second = {1.0: 5.0, 1.2: float("nan")}
     params, _, _ = best_end_point(raw, criterion=lambda v: nan_second[float(v[0])])
     np.testing.assert_array_equal(params, first.params)
-    single = SimpleNamespace(params=np.array([3.0]), success=True, message="ok", multistart_info=None)
+    single = SimpleNamespace(
+        params=np.array([3.0]), success=True, message="ok", multistart_info=None
+    )
     params, converged, message = best_end_point(single, criterion=lambda v: 1 / 0)  # not called
     assert params.tolist() == [3.0] and converged and message == "ok"

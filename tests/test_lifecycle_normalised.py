@@ -156,3 +156,19 @@ def test_income_units_need_the_panel_in_its_own_order(panel):
     shuffled = frame.sample(frac=1.0, random_state=0)
     with pytest.raises(ParamsError, match="sorted by subject_id, then period"):
         model_module.income_units(panel=shuffled, model=None, params=params, seed=7)
+
+
+@pytest.mark.parametrize("calibration", ["notes2026", "hark2019"])
+def test_the_working_profiles_stop_before_the_published_retirement_drop(calibration):
+    """The published profiles end working life with a riskless transition that applies their
+    replacement rate (0.6821 or 0.7); the model pays its own pension on a claim, so its
+    income keeps growing by at most a few percent and stays risky at every age."""
+    profiles = model_module.income_profiles(calibration=calibration)
+    growth = profiles["income_growth"]
+    assert growth.shape == AGES.shape
+    assert np.all((growth > 0.95) & (growth < 1.05)), growth.min()
+    assert np.all(profiles["permanent_shock_sd"] > 0) and np.all(
+        profiles["transitory_shock_sd"] > 0
+    )
+    last = model_module.FIRST_AGE + model_module.working_years(calibration=calibration) - 1
+    assert last == {"notes2026": 64, "hark2019": 63}[calibration]

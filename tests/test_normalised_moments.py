@@ -10,7 +10,7 @@ living regimes define the ratio only in part is refused.
 import numpy as np
 import pytest
 
-from project.config import ExtendedSettings
+from project.config import SimulationSettings
 from project.dispatch import solve
 from project.estimation import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
@@ -38,7 +38,7 @@ def setup():
             model=model,
             n_subjects=300,
             seed=SEED,
-            distribution=ExtendedSettings().initial_distribution,
+            distribution=SimulationSettings().initial_distribution,
         )
         yield model, params, initial
     finally:

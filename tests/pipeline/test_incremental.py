@@ -268,7 +268,7 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
             assert metadata["method"] == "dcegm", (variant, product)
     assert sorted(p.parent.name for p in bld.glob("*/model.json")) == sorted(ALL_VARIANTS)
     method_row = (bld / "tables/parameters.md").read_text().splitlines()[-1]
-    assert method_row.split("|")[1:-1] == [" Solution method ", " DC-EGM ", " DC-EGM "]
+    assert method_row.split("|")[1:-1] == [" Solution method ", " DC-EGM ", " DC-EGM ", "  "]
     table = pd.read_feather(bld / "simulated_data.arrow")
     assert {"subject_id", "period", "age", "wealth", "consumption"} <= set(table.columns)
     assert {"wealth_to_income", "income_unit"} <= set(table.columns)
@@ -278,7 +278,7 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
     for variant in ESTIMATED:
         estimation = bld / variant / "estimation"
         estimates = pd.read_feather(estimation / "estimates.arrow")
-        assert list(estimates["param"]) == ["beta"]  # the smoke profile estimates beta
+        assert list(estimates["param"]) == ["crra", "beta"]
         # a standard error, or none at a bound (the smoke estimate may sit at one)
         assert (estimates["std_error"].gt(0) | estimates["at_bound"]).all()
         assert estimates.loc[estimates["at_bound"], "std_error"].isna().all()
@@ -295,8 +295,9 @@ def test_first_build_runs_every_task_and_writes_the_products(serial_build):
         assert summary["variant"] == f"robustness_{name}"
         assert summary["settings"]["n_starts"] == 1 and summary["profiles"] == {}
         assert summary["calibrated"]["param"] == "work_cost"  # calibrated again
-        beta = pd.read_feather(bld / "robustness" / name / "estimation/estimates.arrow")
-        assert f"| {beta['estimate'].iloc[0]:.4f} |" in robustness
+        estimates = pd.read_feather(bld / "robustness" / name / "estimation/estimates.arrow")
+        beta = estimates.set_index("param").loc["beta", "estimate"]
+        assert f"| {beta:.4f} |" in robustness
         assert f"| {100 * welfare['checks'][name]['lambda']:.2f} |" in robustness
     replication = json.loads((bld / "replication/estimation/summary.json").read_text())
     assert replication["variant"] == "replication"
@@ -335,7 +336,7 @@ def test_every_product_downstream_of_the_estimation_uses_the_estimates(serial_bu
     bld = root / BLD
     saved = load_estimation(bld / STATUS_QUO / "estimation")
     estimates, calibrated = saved.params, calibrated_value(saved.summary)
-    assert sorted(estimates) == sorted(saved.summary["settings"]["estimated"]) == ["beta"]
+    assert sorted(estimates) == sorted(saved.summary["settings"]["estimated"]) == ["beta", "crra"]
     assert sorted(calibrated) == ["work_cost"]
     preferences = estimates | calibrated
     before = json.loads((bld / STATUS_QUO / "estimation_model.json").read_text())
@@ -354,7 +355,10 @@ def test_every_product_downstream_of_the_estimation_uses_the_estimates(serial_bu
     table = (bld / "tables/parameters.md").read_text()
     rows = [line for line in table.splitlines() if "Estimated (MSM" in line]
     assert len(rows) == len(estimates)
-    assert f"| {estimates['beta']:.4f} | {estimates['beta']:.4f} |" in rows[0], table
+    (beta_row,) = [row for row in rows if "Discount factor" in row]
+    assert f"| {estimates['beta']:.4f} | {estimates['beta']:.4f} |" in beta_row, table
+    (crra_row,) = [row for row in rows if "Relative risk aversion" in row]
+    assert f"| {estimates['crra']:.3f} | {estimates['crra']:.3f} |" in crra_row, table
     (cost,) = [line for line in table.splitlines() if "Calibrated jointly" in line]
     assert f"| {calibrated['work_cost']:.3f} | {calibrated['work_cost']:.3f} |" in cost
     welfare = json.loads((bld / "results/welfare.json").read_text())
@@ -416,7 +420,8 @@ def test_the_paper_states_the_numbers_of_the_products(serial_build):
         summary = json.loads((bld / variant / "estimation/summary.json").read_text())
         assert numbers["est"][variant]["j"] == number(summary["j_statistic"], decimals=2)
     welfare = json.loads((bld / "results/welfare.json").read_text())
-    assert f"\u03bb = {percent(welfare['lambda'], decimals=2)}" in numbers["text"]["welfare"]
+    assert f"\u03bb = {welfare['numbers']['lambda']}" in numbers["text"]["welfare"]
+    assert welfare["numbers"]["lambda"].startswith(percent(welfare["lambda"], decimals=2)[:4])
     summary = (bld / "tables/summary_statistics.md").read_text()
     for variant in ALL_VARIANTS:
         for key in ("claim_age", "wealth_probe"):

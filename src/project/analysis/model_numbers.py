@@ -34,7 +34,8 @@ def setup_numbers(
     params = specification["params"]
     claiming = lifecycle_normalised.CLAIMING_FACTORS
     profiles = lifecycle_normalised.income_profiles()
-    working = slice(0, lifecycle_normalised.WORKING_PROFILE_AGES)
+    n_working = lifecycle_normalised.working_years()
+    working = slice(0, n_working)
     cut = float(counterfactual["params"]["benefit_scale"])
     return {
         "first_age": str(lifecycle_normalised.FIRST_AGE),
@@ -54,9 +55,7 @@ def setup_numbers(
         "bequest_shift": f"{float(params['bequest_shift']):g}",
         "unemployment": percent(buffer_stock.UNEMPLOYMENT_PROBABILITY),
         "n_nodes": str(buffer_stock.N_NODES),
-        "working_profile_last_age": str(
-            lifecycle_normalised.FIRST_AGE + lifecycle_normalised.WORKING_PROFILE_AGES - 1
-        ),
+        "working_profile_last_age": str(lifecycle_normalised.FIRST_AGE + n_working - 1),
         "growth_range": _range(profiles["income_growth"][working], decimals=3),
         "permanent_sd_range": _range(profiles["permanent_shock_sd"][working], decimals=2),
         "transitory_sd_range": _range(profiles["transitory_shock_sd"][working], decimals=2),
