@@ -251,8 +251,12 @@ def test_prepare_data_is_deterministic(tmp_path):
     assert "| 51-55 | 24712 |" in (tmp_path / "a" / "scf_moments.md").read_text()
 
 
-def test_config_uses_pooled_rows():
-    assert (DATA.education, DATA.year, DATA.female_share) == ("All", "All", 0.5)
+def test_config_uses_the_high_school_rows_of_all_waves():
+    """The model's income profile and replacement rate are high-school households'."""
+    from project.models.lifecycle_normalised import SOURCES
+
+    assert (DATA.education, DATA.year, DATA.female_share) == ("HS", "All", 0.5)
+    assert "high school" in SOURCES["income_growth"] and "high school" in SOURCES["replacement"]
 
 
 # --- bad inputs --------------------------------------------------------------------------------

@@ -167,8 +167,10 @@ class DataSettings:
     survival_ages: tuple[int, int] = (50, 100)
 
 
-DATA = DataSettings()
-"""The data preparation's choices: all education levels, all SCF waves pooled, half women."""
+DATA = DataSettings(education="HS")
+"""The data preparation's choices: households whose head finished high school (the SCF table's
+``HS`` rows), as the model's income profile and replacement rate are those of high-school
+households (Cocco, Gomes and Maenhout 2005); all SCF waves pooled; half women."""
 
 
 @dataclass(frozen=True)
@@ -176,12 +178,14 @@ class CalibrationTarget:
     """A param calibrated jointly with the estimate so that a simulated choice share meets a fact.
 
     ``param`` (a scalar param of the model, a preference: every variant keeps its calibrated
-    value) is set so that, of the simulated subjects of ``regime`` alive at ``age``, the share
-    ``share`` chooses ``label`` of ``action``; ``start`` is its first value, ``bounds`` bracket
-    it, ``tolerance`` is how close the fixed point of estimation and calibration must settle,
-    in at most ``max_rounds`` rounds (``project.estimation.calibrated``). The default: the
-    cost of working of ``lifecycle_normalised``, so that 36 % of the workers alive at 62 claim
-    there (``lifecycle_normalised.CLAIMING_FACT``: Munnell and Chen 2015, men, latest cohort).
+    value) is set so that, of the simulated subjects of ``regime`` alive at ``age - lag``, the
+    share ``share`` chooses ``label`` of ``action`` (``lag``: the years between the choice and
+    the age the fact is about); ``start`` is its first value, ``bounds`` bracket it,
+    ``tolerance`` is how close the fixed point of estimation and calibration must settle, in at
+    most ``max_rounds`` rounds (``project.estimation.calibrated``). The default: the cost of
+    working of ``lifecycle_normalised``, so that 36 % of the workers alive at 61 decide to
+    claim at 62 (``lifecycle_normalised.CLAIMING_FACT``: Munnell and Chen 2015, men, latest
+    cohort; ``lifecycle_normalised.CLAIM_LAG``: the pension starts the year after the choice).
     """
 
     param: str = "work_cost"
@@ -189,6 +193,7 @@ class CalibrationTarget:
     action: str = "claim"
     label: str = "claim"
     age: int = 62
+    lag: int = 1
     share: float = 0.36
     start: float = 0.6
     bounds: tuple[float, float] = (0.3, 0.8)
@@ -354,9 +359,9 @@ ROBUSTNESS: tuple[RobustnessCheck, ...] = (
         ),
         RobustnessCheck(
             name="taste_shocks",
-            description="Taste shocks on the claim, scale 0.01",
+            description="Taste shocks on the claim, scale 0.1",
             sizes={"taste_shocks": True},
-            params={"taste_shock_scale": 0.01},
+            params={"taste_shock_scale": 0.1},
         ),
         RobustnessCheck(
             name="ages_36_60",

@@ -5,8 +5,9 @@ The panel is the simulation bundle's table (``project.pipeline.save_variant_bund
 (permanent income while working, the pension after the claim) and ``income_unit`` is that
 normaliser over permanent income at the first age, so ``wealth * income_unit`` is cash on hand
 in units of permanent income at 25: levels, comparable across households, ages and variants
-(the variants share the simulated shocks). A worker who claims at age t still works at t and
-is retired from t + 1 (regime ``retired``).
+(the variants share the simulated shocks). A worker who decides at age t to claim works that
+year, is retired from t + 1 (regime ``retired``) and draws her first pension then: her
+claiming age is t + 1 (``CLAIM_LAG``).
 
 ``living_levels`` keeps the rows of the living with levels and flags; ``claims`` gives each
 household's claiming age and the change of its consumption from its last working year to its
@@ -21,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from project.calibration.panel import living_rows
+from project.models.lifecycle_normalised import CLAIM_LAG
 
 WORKING, RETIRED, CLAIM = "working", "retired", "claim"
 NEEDED = ("subject_id", "age", "regime", "claim", "wealth", "consumption", "income_unit")
@@ -66,9 +68,10 @@ def living_levels(panel: pd.DataFrame) -> pd.DataFrame:
 def claims(frame: pd.DataFrame) -> pd.DataFrame:
     """Return one row per household: whether and at what age it claims, its consumption change.
 
-    ``frame`` is ``living_levels``'s. ``claim_age``: the age of its claim (missing if it never
-    claims while alive); ``consumption_change``: log consumption (levels) in its first retired
-    year less that in its claiming year (missing if it dies in between).
+    ``frame`` is ``living_levels``'s. ``claim_age``: its claiming age, the age of its first
+    pension (its decision's age plus ``CLAIM_LAG``; missing if it never decides to claim while
+    alive); ``consumption_change``: log consumption (levels) in its first retired year less
+    that in its last working year, the year of the decision (missing if it dies in between).
     """
     ids = frame["subject_id"].to_numpy()
     subjects = pd.DataFrame(index=pd.Index(np.unique(ids), name="subject_id"))
@@ -87,7 +90,7 @@ def claims(frame: pd.DataFrame) -> pd.DataFrame:
         change = np.log(consumption[following]) - np.log(consumption[position])
     at_claim = pd.DataFrame(
         {
-            "claim_age": frame["age"].to_numpy()[position],
+            "claim_age": frame["age"].to_numpy()[position] + CLAIM_LAG,
             "consumption_change": np.where(consecutive & np.isfinite(change), change, np.nan),
         },
         index=pd.Index(ids[position], name="subject_id"),
@@ -98,8 +101,12 @@ def claims(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def share_claiming_at(frame: pd.DataFrame, *, age: float) -> float:
-    """Return the share of the workers alive at ``age`` who claim there (NaN without any)."""
-    deciding = frame.loc[frame["deciding"].to_numpy(dtype=bool) & (frame["age"] == age)]
+    """Return the share of the workers alive a year before ``age`` who claim at ``age``.
+
+    Those deciding at ``age - CLAIM_LAG``; NaN without any.
+    """
+    decided = frame["age"] == age - CLAIM_LAG
+    deciding = frame.loc[frame["deciding"].to_numpy(dtype=bool) & decided]
     return float(deciding["claims"].mean()) if len(deciding) else float("nan")
 
 

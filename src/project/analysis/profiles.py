@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from project.calibration.panel import living_rows
-from project.models.lifecycle_normalised import EARLIEST_CLAIM
+from project.models.lifecycle_normalised import CLAIM_LAG, EARLIEST_CLAIM
 
 REGIME_COLUMN = "regime"
 RETIRED_LABEL = "retired"
@@ -88,10 +88,11 @@ def claims(panel: pd.DataFrame) -> pd.Series:
 
 
 def at_risk_of_retiring(panel: pd.DataFrame) -> pd.Series:
-    """Return True for the deciders: workers from ``EARLIEST_CLAIM`` with a claim choice.
+    """Return True for the deciders: workers who may decide to claim, with a claim choice.
 
-    That is the living rows in regime "working" at ages from 62 whose ``claim`` is recorded
-    (not missing, nor a negative code).
+    That is the living rows in regime "working" from the age whose decision is a claim at
+    ``EARLIEST_CLAIM`` (61: the pension starts the year after the decision, ``CLAIM_LAG``)
+    whose ``claim`` is recorded (not missing, nor a negative code).
     """
     _require(panel, columns=("age", REGIME_COLUMN, CLAIM_COLUMN))
     claim = panel[CLAIM_COLUMN]
@@ -99,7 +100,7 @@ def at_risk_of_retiring(panel: pd.DataFrame) -> pd.Series:
     if pd.api.types.is_numeric_dtype(claim.dtype):
         chosen &= claim >= 0
     working = panel[REGIME_COLUMN].astype(str) == WORKING_LABEL
-    return chosen & working & (panel["age"].astype(float) >= EARLIEST_CLAIM)
+    return chosen & working & (panel["age"].astype(float) + CLAIM_LAG >= EARLIEST_CLAIM)
 
 
 def levels(panel: pd.DataFrame, *, column: str) -> pd.Series:
@@ -151,8 +152,9 @@ def retirement_hazard(
 ) -> pd.DataFrame:
     """Return the share of deciders who claim by ``by``, age and wealth group.
 
-    The deciders are ``at_risk_of_retiring`` (workers from 62). Within each group of ``by`` and
-    age they are split by ``wealth_column`` (default cash on hand m over permanent income P,
+    The deciders are ``at_risk_of_retiring`` (workers from 61); ``age`` is the claiming age of
+    their decision (the age plus ``CLAIM_LAG``). Within each group of ``by`` and age they are
+    split by ``wealth_column`` (default cash on hand m over permanent income P,
     the state they decide on) into ``n_groups`` groups of (nearly) equal size, ``wealth_group``
     0 the poorest: the i-th poorest of N (from 0; ties by row order) is in group
     floor(i n_groups / N). Columns: ``by``, ``age`` and ``HAZARD_COLUMNS`` (``n`` deciders,
@@ -167,7 +169,7 @@ def retirement_hazard(
     frame = pd.DataFrame(
         {
             **{column: rows[column] for column in by},
-            "age": rows["age"].astype(float),
+            "age": rows["age"].astype(float) + CLAIM_LAG,  # the claiming age of the decision
             "wealth": rows[wealth_column].astype(float),
             "claiming": claims(rows),
         }

@@ -56,11 +56,19 @@ SUMMARY_CAPTION = (
     "in units of permanent income at age 25, which the variants share (the same simulated "
     "shocks); the wealth-to-income ratio is the assets kept at the end of the year over "
     "permanent income (over the pension after the claim), the statistic the estimation "
-    "matches. Claiming age: the age of the claim (the household is retired from the next "
-    "year). Consumption change at retirement: mean log change from the claiming year to the "
-    "first retired year."
+    "matches. Claiming age: the age of the first pension (decided in the last working year, "
+    f"the year before). {SHARE_AT_EARLIEST}: of the workers alive at "
+    f"{lifecycle_normalised.EARLIEST_CLAIM - lifecycle_normalised.CLAIM_LAG}, those who decide "
+    f"to claim at {lifecycle_normalised.EARLIEST_CLAIM}. Consumption change at retirement: "
+    "mean log change from the last working year to the first retired year."
 )
-CLAIM_BINS = ((62, 62), (63, 64), (65, 66), (67, 67), (68, 70))
+CLAIM_BINS = tuple(
+    (age, age)
+    for age in range(
+        lifecycle_normalised.EARLIEST_CLAIM, max(lifecycle_normalised.CLAIMING_FACTORS) + 1
+    )
+)
+"""The claiming ages of the claiming table, one column each (62 to 70)."""
 CLAIMING_CAPTION = (
     "Claiming ages by variant: the share of all claims made at each age (of the households "
     "that claim while alive) and the mean claiming age."

@@ -3,12 +3,13 @@
 Contract: ``estimate_calibrated(model=..., specification=..., moments=...,
 initial_distribution=..., settings=...)`` takes what ``estimate_variant`` takes, with
 ``settings["calibration"]`` a ``project.config.CalibrationTarget`` as a dict (the param, the
-choice whose simulated share must meet ``share``, the start, the bounds, the tolerance and the
-most rounds), and returns an ``EstimationOutcome`` whose ``calibrated`` records the calibration:
-the param and its settled value, the fact, every round (the value the estimates were made at,
-the estimates, the share there, the value calibrated at them), the share and the claiming ages
-at the final estimates, the slopes behind the standard errors and the standard errors with the
-param held fixed.
+choice whose simulated share must meet ``share`` at ``age - lag``, the start, the bounds, the
+tolerance and the most rounds), and returns an ``EstimationOutcome`` whose ``calibrated``
+records the calibration: the param and its settled value, the fact (and ``decision_age``, where
+its choice is made), every round (the value the estimates were made at, the estimates, the share
+there, the value calibrated at them), the share and the claiming ages (by the fact's ages: the
+choice's plus the lag) at the final estimates, the slopes behind the standard errors and the
+standard errors with the param held fixed.
 
 Procedure (``project.estimation.claiming.calibrate_and_estimate``): from the calibration's start,
 estimate the settings' params by one local search (from the settings' start, later from the last
@@ -95,7 +96,7 @@ class _Problem:
                 regime=str(target["regime"]),
                 action=str(target["action"]),
                 label=str(target["label"]),
-                age=float(target["age"]),
+                age=float(self.decision_age),
             ),
         )
         self.start = dict(self.settings["start"])
@@ -108,13 +109,18 @@ class _Problem:
     def param(self) -> str:
         return str(self.target["param"])
 
+    @property
+    def decision_age(self) -> int:
+        """Return the age of the choice the fact is about (its age less the lag)."""
+        return int(self.target["age"]) - int(self.target.get("lag", 0))
+
     def share_at(self, value: float, estimates: Mapping[str, float]) -> float:
         """Return the simulated share choosing the label at ``value`` and ``estimates``."""
         deciding, choosing = self.moments.choice_counts({**estimates, self.param: value})
         if not deciding > 0:
             msg = (
                 f"No simulated subject of regime {self.target['regime']!r} is alive at age "
-                f"{self.target['age']} at {self.param} = {value:.4g} and {dict(estimates)} "
+                f"{self.decision_age} at {self.param} = {value:.4g} and {dict(estimates)} "
                 "(or the solve failed there): the calibration's share is undefined."
             )
             raise EstimationError(msg)
@@ -180,12 +186,14 @@ def estimate_calibrated(
             action=str(target["action"]),
             label=str(target["label"]),
         )
+        lag = int(target.get("lag", 0))
         calibrated = {
             "param": problem.param,
             "value": value,
             "fact": {"age": int(target["age"]), "share": float(target["share"])},
-            "share": claim_share(claims, age=int(target["age"])),
-            "claiming_ages": claiming_ages(claims),
+            "decision_age": problem.decision_age,
+            "share": claim_share(claims, age=problem.decision_age),
+            "claiming_ages": {age + lag: share for age, share in claiming_ages(claims).items()},
             "rounds": [
                 {
                     "value": r.param,

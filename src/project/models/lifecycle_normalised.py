@@ -8,13 +8,17 @@ Three regimes, solved by DC-EGM (``continuation_scale`` carries the normalisatio
   probability ``UNEMPLOYMENT_PROBABILITY`` (``buffer_stock``'s process, its shocks stated as
   equiprobable bins whose values by age are params). Working costs the share ``work_cost`` of
   consumption (utility ((1 - work_cost) c)^(1 - rho) / (1 - rho), so the model stays
-  homothetic). Claiming is possible from ``EARLIEST_CLAIM`` and never forced: the household
-  claims when working no longer pays.
-- *retired* (state: cash on hand over the pension, m = M / B). Claiming at age t fixes the
-  pension B = ``replacement`` x ``claiming_factor[t]`` x ``benefit_scale`` x P_t for life (the
-  US rule: reduced before the full retirement age, raised by delayed credits up to 70;
-  ``CLAIMING_FACTORS``; ``benefit_scale`` 1 pays the schedule, a counterfactual pays less).
-  From the claim on, m' = R (m - c) + 1.
+  homothetic). The claim is decided in the last working year and the pension starts the
+  next (``CLAIM_LAG``): a worker who decides at age t works that year and claims at t + 1,
+  the age of her first benefit, which sets her claiming factor. The first claim is at
+  ``EARLIEST_CLAIM`` (decided a year before), and none is forced: the household claims when
+  working no longer pays.
+- *retired* (state: cash on hand over the pension, m = M / B). Deciding at age t to claim at
+  t + 1 fixes the pension B = ``replacement`` x ``claiming_factor[t]`` x ``benefit_scale`` x P_t
+  for life, ``claiming_factor[t]`` the US factor of the claiming age t + 1 (reduced before the
+  full retirement age, raised by delayed credits up to 70; ``CLAIMING_FACTORS``;
+  ``benefit_scale`` 1 pays the schedule, a counterfactual pays less). From the claim on,
+  m' = R (m - c) + 1.
 - *dead*: a warm-glow bequest ``bequest_weight * (m + bequest_shift)^(1 - rho) / (1 - rho)`` of
   the cash on hand the household would have had (the year's income included), in the units of
   the regime it leaves (the shift scales with them).
@@ -71,6 +75,10 @@ from project.savings_grids import exponential_grid
 
 FIRST_AGE, LAST_AGE = 25, 99
 EARLIEST_CLAIM = 62
+CLAIM_LAG = 1
+"""Years between the decision to claim and the first benefit: a worker deciding at age t (her
+last working year) claims at t + 1. ``EARLIEST_CLAIM`` and ``CLAIMING_FACTORS`` are by the age
+of the first benefit, the claiming age."""
 CLAIMING_FACTORS = {62: 0.70, 63: 0.75, 64: 0.80, 65: 0.8667, 66: 0.9333, 67: 1.0, 68: 1.08}
 CLAIMING_FACTORS |= {69: 1.16, 70: 1.24}
 """The share of the full pension paid to a claimant by claiming age (US Social Security for a
@@ -223,7 +231,8 @@ def model_params(
     """Return the params from age profiles (one entry per period, ages 25..99) and ``values``.
 
     ``values`` override ``DEFAULT_PARAMS``. Income risk and unemployment apply while the profile
-    gives a shock; ``claiming_factor`` follows ``CLAIMING_FACTORS`` (1 before 62: no claim).
+    gives a shock; ``claiming_factor[t]`` is ``CLAIMING_FACTORS`` of the claiming age t + 1 of
+    a worker deciding at t (1 before the first decision: no claim).
     """
     ages = np.arange(FIRST_AGE, LAST_AGE + 1)
     arrays = {
@@ -240,7 +249,7 @@ def model_params(
             )
             raise ParamsError(msg)
     risky = (np.asarray(permanent_shock_sd) + np.asarray(transitory_shock_sd)) > 0
-    claiming = [CLAIMING_FACTORS.get(int(a), CLAIMING_FACTORS[70] if a > 70 else 1.0) for a in ages]
+    claiming = [claiming_factor_at(int(a) + CLAIM_LAG) for a in ages]
     return (
         DEFAULT_PARAMS
         | dict(values or {})
@@ -345,8 +354,16 @@ def working_inverse_marginal_utility(
 
 
 def claim_age(claim: jnp.ndarray, age: jnp.ndarray) -> jnp.ndarray:
-    """Return whether the choice is allowed: claiming only from ``EARLIEST_CLAIM``."""
-    return (claim == ClaimStatus.working) | (age >= EARLIEST_CLAIM)
+    """Return whether the choice is allowed: a claim at ``EARLIEST_CLAIM`` or later."""
+    return (claim == ClaimStatus.working) | (age + CLAIM_LAG >= EARLIEST_CLAIM)
+
+
+def claiming_factor_at(claiming_age: int) -> float:
+    """Return the factor of a first benefit at ``claiming_age`` (1 before the earliest claim)."""
+    latest = max(CLAIMING_FACTORS)
+    if claiming_age < EARLIEST_CLAIM:
+        return 1.0
+    return CLAIMING_FACTORS[min(claiming_age, latest)]
 
 
 def pension_units(
