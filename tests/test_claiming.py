@@ -105,6 +105,7 @@ def small_model():
 
 
 def test_the_share_claiming_at_62_rises_with_the_cost_of_working(small_model, x64):
+    """The claim is decided a year before the first pension: at 61 for a claim at 62."""
     model, params, initial = small_model
     tables = [
         claiming_table(
@@ -112,13 +113,14 @@ def test_the_share_claiming_at_62_rises_with_the_cost_of_working(small_model, x6
         )
         for cost in (0.2, 0.62, 0.8)
     ]
-    shares = [claim_share(table, age=62) for table in tables]
+    shares = [claim_share(table, age=61) for table in tables]
     assert shares[0] == 0.0 and shares[-1] == 1.0
     assert np.all(np.diff(shares) >= 0)
-    # every worker alive at 62 claims there when work costs much: all claims are made at 62
-    assert claiming_ages(tables[-1]) == {62: 1.0}
+    # every worker alive at 61 decides to claim then when work costs much
+    assert claiming_ages(tables[-1]) == {61: 1.0}
     ages = claiming_ages(tables[1])
-    assert sum(ages.values()) == pytest.approx(1.0) and min(ages) == 62
+    assert sum(ages.values()) == pytest.approx(1.0) and min(ages) == 61
+    assert 60 not in tables[1].index or tables[1].loc[60, "claiming"] == 0  # none before
 
 
 def test_a_claiming_age_nobody_works_at_is_refused(small_model, x64):
@@ -267,7 +269,7 @@ def test_the_program_counts_the_claims_the_simulated_table_holds(small_model, x6
     from project.estimation.lifecycle import LifecycleMoments
 
     model, params, initial = small_model
-    choice = ChoiceCount(regime="working", action="claim", label="claim", age=62)
+    choice = ChoiceCount(regime="working", action="claim", label="claim", age=61)
     common = {
         "model": model,
         "base_params": params | {"work_cost": 0.6},
@@ -286,7 +288,7 @@ def test_the_program_counts_the_claims_the_simulated_table_holds(small_model, x6
         by_table = claiming_table(
             model=model, params=params | point, initial_conditions=initial, seed=4
         )
-        assert counted[1] / counted[0] == claim_share(by_table, age=62)
+        assert counted[1] / counted[0] == claim_share(by_table, age=61)
     held = HeldMoments(program, held={"work_cost": 0.62})
     assert held.estimated == ("crra", "beta")
     point = {"crra": 1.2, "beta": 0.95}

@@ -29,13 +29,14 @@ def solved():
 
 
 def test_nobody_claims_before_62_and_the_old_do(solved, x64):
+    """A claim is decided in the last working year: from 61 for a first pension at 62."""
     _, solution = solved
     wealth = {"wealth": np.array([0.5, 1.0, 3.0, 10.0])}
     for period, age in enumerate(AGES[:-1]):
         claims = np.asarray(
             solution.choice_probabilities(period=period, states=wealth, regime="working")
         )[:, 1]
-        if age < model_module.EARLIEST_CLAIM:
+        if age + model_module.CLAIM_LAG < model_module.EARLIEST_CLAIM:  # decided a year ahead
             assert np.all(claims == 0), age
         if age >= 75:
             assert np.all(claims > 0.99), age
@@ -172,3 +173,16 @@ def test_the_working_profiles_stop_before_the_published_retirement_drop(calibrat
     )
     last = model_module.FIRST_AGE + model_module.working_years(calibration=calibration) - 1
     assert last == {"notes2026": 64, "hark2019": 63}[calibration]
+
+
+def test_a_claim_decided_at_61_is_priced_at_the_factor_of_62():
+    """The pension of a worker deciding at age t is the factor of her claiming age t + 1."""
+    params = model_module.default_params()
+    factors = np.asarray(params["claiming_factor"])
+    at = {int(age): factors[i] for i, age in enumerate(AGES)}
+    assert at[60] == 1.0  # no claim can be decided yet
+    assert at[61] == model_module.CLAIMING_FACTORS[62]
+    assert at[66] == model_module.CLAIMING_FACTORS[67] == 1.0
+    assert at[69] == at[80] == model_module.CLAIMING_FACTORS[70]
+    allowed = model_module.claim_age(np.array([1, 1, 0]), np.array([60.0, 61.0, 30.0]))
+    assert np.asarray(allowed).tolist() == [False, True, True]

@@ -134,7 +134,7 @@ def test_the_method_sentence_names_the_method_read_from_each_solution():
 
 
 def _panel(*, claim_age: float, scale: float = 1.0) -> pd.DataFrame:
-    """Two households at 60-64: one claims at ``claim_age`` (retired after), one never."""
+    """Two households at 60-64: one decides at ``claim_age`` (retired after), one never."""
     rows = []
     for subject in (0, 1):
         for age in np.arange(60.0, 65.0):
@@ -164,7 +164,8 @@ def test_results_sentences_follow_the_numbers_of_the_summary_table():
     from project.analysis.numbers import results_numbers
     from project.analysis.tables import STATISTIC, summary_statistics
 
-    panels = {"baseline": _panel(claim_age=62.0), "benefit_cut": _panel(claim_age=63.0, scale=1.25)}
+    # decisions at 61 and 62: first pensions (claiming ages) at 62 and 63
+    panels = {"baseline": _panel(claim_age=61.0), "benefit_cut": _panel(claim_age=62.0, scale=1.25)}
     found = results_numbers(panels=panels)
     table = summary_statistics(panels=panels).set_index(STATISTIC)
     base, cut = table["Baseline"], table["Benefit cut"]
@@ -178,7 +179,8 @@ def test_results_sentences_follow_the_numbers_of_the_summary_table():
     assert "moves the mean claiming age from 62.00 to 63.00" in found["counterfactual"]
     assert numbers["baseline"]["share_earliest"] == "50.0 %"  # one of two workers at 62
     assert numbers["benefit_cut"]["share_earliest"] == "0.0 %"
-    assert "its consumption falls by 22.3 %" in found["results"]  # log(0.8), as printed
+    assert "its consumption falls on average" in found["results"]
+    assert "(a mean log change of \u22120.223)" in found["results"]  # log(0.8), as printed
     lower = results_numbers(
         panels={"baseline": panels["benefit_cut"], "benefit_cut": panels["baseline"]}
     )

@@ -43,18 +43,18 @@ def specifications():
 def tiny_panel() -> pd.DataFrame:
     """Three households at ages 60-64 of the pipeline's model.
 
-    Household 0 works at 60-62, claims at 62 and is retired at 63-64 (unit 0.8, its pension);
-    household 1 works at 60-61 and is dead from 62; household 2 works throughout, never
-    claiming. Wealth and consumption are in the row's unit (``income_unit``).
+    Household 0 works at 60-61, decides at 61 to claim at 62 and is retired at 62-64 (unit 0.8,
+    its pension); household 1 works at 60-61 and is dead from 62; household 2 works
+    throughout, never claiming. Wealth and consumption are in the row's unit (``income_unit``).
     """
     rows = []
     for age in range(60, 65):
-        retired = age >= 63
+        retired = age >= 62
         rows.append(
             {
                 "subject_id": 0,
                 "regime": "retired" if retired else "working",
-                "claim": None if retired else ("claim" if age == 62 else "working"),
+                "claim": None if retired else ("claim" if age == 61 else "working"),
                 "wealth": float(age - 57),
                 "consumption": 1.0 if retired else 2.0,
                 "wealth_to_income": float(age - 58),
@@ -96,13 +96,14 @@ def test_summary_statistics_match_hand_computation():
     # levels: wealth * unit; household 0 at 61: 4 * 1.1, household 1: 10 * 2, household 2: 20 * 0.5
     assert column["Mean wealth at 61"] == pytest.approx((4 * 1.1 + 20 + 10) / 3)
     assert column["Median wealth-to-income ratio at 60"] == pytest.approx(9.0)  # 2, 9, 16
-    consumption = [2.0, 2.2, 2.4, 0.8, 0.8, 6.0, 6.0, *[2.0] * 5]
+    consumption = [2.0, 2.2, 0.8, 0.8, 0.8, 6.0, 6.0, *[2.0] * 5]
     assert column["Mean consumption, ages 25\u201399"] == pytest.approx(np.mean(consumption))
-    assert column["Share of workers claiming at 62"] == pytest.approx(0.5)  # households 0 and 2
-    assert column["Mean claiming age"] == pytest.approx(62.0)
-    assert column["Share of years retired"] == pytest.approx(2 / 12)  # of the 12 living rows
-    # from the claiming year (2 * 1.2) to the first retired year (1 * 0.8), in levels
-    assert column["Consumption change at retirement"] == pytest.approx(np.log(0.8 / 2.4))
+    # of the three workers alive at 61, household 0 decides to claim at 62
+    assert column["Share of workers claiming at 62"] == pytest.approx(1 / 3)
+    assert column["Mean claiming age"] == pytest.approx(62.0)  # the first pension's age
+    assert column["Share of years retired"] == pytest.approx(3 / 12)  # of the 12 living rows
+    # from the last working year (2 * 1.1) to the first retired year (1 * 0.8), in levels
+    assert column["Consumption change at retirement"] == pytest.approx(np.log(0.8 / 2.2))
     assert column["Households simulated"] == 3
 
 
@@ -117,10 +118,10 @@ def test_summary_statistics_keep_variant_order_and_refuse_a_panel_without_units(
 def test_claiming_ages_match_hand_computation():
     panel = tiny_panel()
     later = panel["subject_id"] == 2
-    panel.loc[later & (panel["age"] == 64), "claim"] = "claim"  # household 2 claims at 64
+    panel.loc[later & (panel["age"] == 63), "claim"] = "claim"  # household 2 claims at 64
     table = claiming_table(panels={"baseline": panel}).set_index("Variant").loc["Baseline"]
-    assert table["62"] == pytest.approx(0.5) and table["63\u201364"] == pytest.approx(0.5)
-    assert table["68\u201370"] == 0.0 and table["Mean claiming age"] == pytest.approx(63.0)
+    assert table["62"] == pytest.approx(0.5) and table["64"] == pytest.approx(0.5)
+    assert table["63"] == table["70"] == 0.0 and table["Mean claiming age"] == pytest.approx(63.0)
 
 
 def test_weighted_median_is_the_median_with_equal_weights():

@@ -227,9 +227,10 @@ def test_euler_errors_of_states_and_their_summary(small):
     assert errors.loc[retired & (errors["wealth"] == 1e-4), "constrained"].all()
     assert errors.loc[errors["constrained"], "error"].isna().all()
     assert errors.loc[~errors["constrained"], "error"].notna().all()
-    # Next period's claim decision varies only from 62 on, and only for those who keep working.
+    # Next period's claim decision varies only from 61 on (a claim at 62 is decided a year
+    # ahead), and only for those who keep working.
     ages = errors["age"]
-    possible = (errors["regime"] == "working") & (errors["claim"] == 0) & (ages + 1 >= 62)
+    possible = (errors["regime"] == "working") & (errors["claim"] == 0) & (ages + 1 >= 61)
     assert not errors.loc[~possible, "near_switch"].any()
     assert errors.loc[possible & (ages == 61), "near_switch"].any()
     summary = euler_summary(errors)

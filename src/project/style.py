@@ -276,6 +276,6 @@ def regime_unit_title(regime: str) -> str:
 
 
 def value_label(*, regime: str) -> str:
-    """Return the label of normalised V: V / P^(1 - rho) working, V / B^(1 - rho) retired."""
+    """Return the label of normalised V: V / P^(1 - gamma) working, V / B^(1 - gamma) retired."""
     unit = UNIT_SYMBOLS.get(regime, "unit")
-    return f"Value $V / {unit}^{{1 - \\rho}}$"
+    return f"Value $V / {unit}^{{1 - \\gamma}}$"

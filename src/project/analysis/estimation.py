@@ -207,29 +207,52 @@ def step_sentence(saved: SavedEstimation) -> str:
     main = saved.estimates.set_index("param")["std_error"].astype(float)  # the estimates' order
     printed = joined(
         [
-            f"{number(errors[param], decimals=printed_decimals(param))} for {symbol(param)}"
+            f"{number(errors[param], decimals=printed_decimals(param))} for {symbol(param)} "
+            f"({_signed_percent(errors[param] / main[param] - 1)})"
             for param in main.index
         ]
     )
-    apart = max(abs(errors[param] / main[param] - 1) for param in main.index)
     return (
         f"{sentence}; steps of {percent(float(other), decimals=0)} give standard errors of "
-        f"{printed}, at most {percent(apart, decimals=0)} from these."
+        f"{printed}."
     )
 
 
+def _signed_percent(change: float) -> str:
+    """Return a relative change as printed: "+17 %" or "\u22125 %"."""
+    text = percent(change, decimals=0)
+    return text if text.startswith("\u2212") else f"+{text}"
+
+
 def misfit_sentence(saved: SavedEstimation) -> str:
-    """Return where the fit is worst: the two largest |t| of the moment table, the rest's bound."""
+    """Return where the model misses the data beyond sampling error, in the table's t-values.
+
+    Every age group whose |t| exceeds the 5 % critical value, in age order, with the side the
+    model lies on (t is the simulated moment less the data's over the difference's standard
+    error), and the largest |t| of the others, as the moment-fit table prints them.
+    """
     t = saved.moments.set_index("moment")["t_stat"].astype(float)
-    order = t.abs().sort_values(ascending=False).index
+    critical = CRITICAL
+    printed = {m: number(value, decimals=2) for m, value in t.items()}
+    beyond = [m for m in t.index if abs(float(printed[m].replace("\u2212", "-"))) > critical]
     dash = "\u2013"
-    worst = [
-        f"{age_label(m).replace('-', dash)} (t = {number(t[m], decimals=2)})" for m in order[:2]
-    ]
-    sentence = f"The baseline's misfit is largest at ages {joined(worst)}"
-    if len(order) > 2:
-        sentence += f"; the other groups lie within {number(t[order[2:]].abs().max(), decimals=1)}"
-    return sentence + " standard errors of the difference."
+
+    def group(moment: str) -> str:
+        side = "above" if t[moment] > 0 else "below"
+        return f"{side} at ages {age_label(moment).replace('-', dash)} (t = {printed[moment]})"
+
+    if not beyond:
+        largest = number(t.abs().max(), decimals=2)
+        return f"Every group lies within {largest} standard errors of the difference."
+    rest = [m for m in t.index if m not in beyond]
+    sentence = (
+        f"The model lies {joined([group(m) for m in beyond])}, beyond the "
+        f"{percent(1 - CONFIDENCE, decimals=0)} critical value of {critical:.2f}"
+    )
+    if rest:
+        bound = number(t[rest].abs().max(), decimals=2)
+        sentence += f"; the other groups lie within {bound} standard errors of the difference"
+    return sentence + "."
 
 
 def correlation_sentence(saved: SavedEstimation) -> str:
@@ -273,9 +296,12 @@ def j_test_notes(estimates: Mapping[str, SavedEstimation]) -> str:
         dof = int(summary["j_dof"])
         if dof > 0:
             freedom = "degree" if dof == 1 else "degrees"
+            p = float(summary["j_p_value"])
+            verdict = "rejects" if p < 1 - CONFIDENCE else "does not reject"
             notes.append(
                 f"{variant_name(variant)}: J = {summary['j_statistic']:.2f} with {dof} "
-                f"{freedom} of freedom, {_p_value(float(summary['j_p_value']))}."
+                f"{freedom} of freedom, {_p_value(p)}: it {verdict} the model at the "
+                f"{percent(1 - CONFIDENCE, decimals=0)} level."
             )
     return (" J-test of the over-identifying restrictions. " + " ".join(notes)) if notes else ""
 
@@ -285,12 +311,16 @@ def estimation_notes(estimates: Mapping[str, SavedEstimation]) -> str:
 
     Parameters' code names in the warnings print as their symbols ("beta" as "β").
     """
-    notes = [
-        f"{variant_name(variant)}: {with_plain_parameters(' '.join(saved.warnings))}"
-        for variant, saved in estimates.items()
-        if saved.warnings
-    ]
+    notes = []
+    for variant, saved in estimates.items():
+        shown = [w for w in saved.warnings if not w.startswith(J_WARNING)]  # the J note says it
+        if shown:
+            notes.append(f"{variant_name(variant)}: {with_plain_parameters(' '.join(shown))}")
     return (" Warnings. " + " ".join(notes)) if notes else ""
+
+
+J_WARNING = "The J-test rejects"
+"""The start of the warning of a rejected J-test, which the J-test note already states."""
 
 
 def write_estimation_report(
@@ -393,7 +423,7 @@ def plot_estimation_fit(
             panel.set_xticks(x, labels, rotation=45 if len(labels) > MAX_FLAT_TICKS else 0)
             panel.set(
                 xlabel=style.AGE_LABEL,
-                ylabel="Mean log(wealth / income)",
+                ylabel="Mean log wealth-to-income",
                 title=style.variant_label(variant),
             )
         style.same_limits([row for line in axes for row in line])

@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from project import style
-from project.analysis.notation import age_label, parameter_label, plain_parameter, variant_name
+from project.analysis.notation import (
+    age_label,
+    number,
+    parameter_label,
+    plain_parameter,
+    variant_name,
+)
 from project.analysis.table_output import Symbol, latex_escape, typst_escape
 from project.estimation.products import SavedEstimation
 
@@ -99,6 +106,7 @@ def plot_criterion_profiles(
                 panel.axvline(found[name], color=style.color(1), linestyle="--", label="Estimate")
                 _mark_missing(panel, profile)
                 panel.set_yscale("log")  # the criterion spans orders of magnitude
+                panel.xaxis.set_major_locator(MaxNLocator(nbins=4))  # readable ticks
                 panel.set(
                     xlabel=plain_parameter(name),
                     ylabel="Criterion (log scale)",
@@ -137,3 +145,30 @@ def _legend_panel(axes: Any) -> Any:
         if MISSING_LABEL in panel.get_legend_handles_labels()[1]:
             return panel
     return panels[0]
+
+
+def identification_sentence(saved: SavedEstimation) -> str:
+    """Return how the estimates rest on the moments, as the identification table prints it.
+
+    For each param: the age groups whose data moment raises its estimate and those whose
+    lowers it (the sensitivity's sign, with the largest of each), and the group where the
+    moments respond most to the param (the slope's largest magnitude).
+    """
+    params = list(saved.estimates["param"])
+    jacobian = np.asarray(saved.summary["jacobian"], dtype=float)
+    sensitivity = np.asarray(saved.summary["sensitivity"], dtype=float)
+    ages = [age_label(m).replace("-", "\u2013") for m in saved.moments["moment"]]
+    clauses = []
+    for p, name in enumerate(params):
+        row = sensitivity[p]
+        up, down = int(np.argmax(row)), int(np.argmin(row))
+        steepest = int(np.argmax(np.abs(jacobian[:, p])))
+        clauses.append(
+            f"the estimate of {plain_parameter(name)} rises most with the data moment of ages "
+            f"{ages[up]} ({number(row[up], decimals=3)} a unit) and falls most with that of ages "
+            f"{ages[down]} ({number(row[down], decimals=3)}), while the simulated moments "
+            "respond to it most at ages "
+            f"{ages[steepest]}"
+        )
+    text = "; ".join(clauses)
+    return f"At the estimate, {text}."

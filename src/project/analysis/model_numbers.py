@@ -56,18 +56,21 @@ def setup_numbers(
         "unemployment": percent(buffer_stock.UNEMPLOYMENT_PROBABILITY),
         "n_nodes": str(buffer_stock.N_NODES),
         "working_profile_last_age": str(lifecycle_normalised.FIRST_AGE + n_working - 1),
-        "growth_range": _range(profiles["income_growth"][working], decimals=3),
-        "permanent_sd_range": _range(profiles["permanent_shock_sd"][working], decimals=2),
-        "transitory_sd_range": _range(profiles["transitory_shock_sd"][working], decimals=2),
+        **_range("growth", profiles["income_growth"][working], decimals=3),
+        **_range("permanent_sd", profiles["permanent_shock_sd"][working], decimals=2),
+        **_range("transitory_sd", profiles["transitory_shock_sd"][working], decimals=2),
         "n_savings": str(int(specification["sizes"]["n_savings"])),
         "female_share": percent(female_share, decimals=0),
         **_initial_numbers(initial_distribution["wealth"]),
     }
 
 
-def _range(values: Any, *, decimals: int) -> str:
-    low, high = float(min(values)), float(max(values))
-    return f"{number(low, decimals=decimals)}\u2013{number(high, decimals=decimals)}"
+def _range(name: str, values: Any, *, decimals: int) -> dict[str, str]:
+    """Return the smallest and largest of ``values`` as printed (``<name>_low``, ``_high``)."""
+    return {
+        f"{name}_low": number(float(min(values)), decimals=decimals),
+        f"{name}_high": number(float(max(values)), decimals=decimals),
+    }
 
 
 def _initial_numbers(wealth: Mapping[str, Any]) -> dict[str, str]:
@@ -109,6 +112,11 @@ def calibration_numbers(saved: SavedEstimation) -> dict[str, str]:
             for name, value in calibrated.get("cost_gradient", {}).items()
         },
         "crra_above_bound": _above_bound(saved),
+        **{
+            f"share_slope_{name}": number(value, decimals=2)
+            for name, value in calibrated.get("share_slope", {}).items()
+        },
+        "decision_age": str(int(calibrated.get("decision_age", calibrated["fact"]["age"]))),
     }
 
 

@@ -38,7 +38,7 @@ PARAMETERS: dict[str, Notation] = {
     "income_growth": Notation("Permanent income growth", "G_t", "G_t", "G_t"),
     "permanent_nodes": Notation("Permanent shock", "ψ", r"\psi", "psi"),
     "transitory_nodes": Notation("Transitory shock", "θ", r"\theta", "theta"),
-    "unemployment_risk": Notation("Unemployment probability", "p_t", "p_t", "p_t"),
+    "unemployment_risk": Notation("Unemployment probability (working)", "p_t", "p_t", "p_t"),
     "bequest_weight": Notation("Bequest weight", "ω", r"\omega", "omega"),
     "bequest_shift": Notation("Bequest shift", "ζ", r"\zeta", "zeta"),
     "taste_shock_scale": Notation(

@@ -27,6 +27,7 @@ from project.analysis.estimation import (
     misfit_sentence,
     step_sentence,
 )
+from project.analysis.identification import identification_sentence
 from project.analysis.model_numbers import (
     calibration_numbers,
     calibration_sentence,
@@ -43,16 +44,25 @@ from project.analysis.notation import (
     symbol,
     variant_name,
 )
+from project.analysis.panel_statistics import living_levels
 from project.analysis.replication import replication_numbers, replication_sentence
-from project.analysis.robustness import Welfare, read_welfare, robustness_estimates_sentence
+from project.analysis.robustness import (
+    LAMBDA_DECIMALS,
+    Welfare,
+    read_welfare,
+    robustness_estimates_sentence,
+)
 from project.analysis.tables import (
+    CLAIM_BINS,
     CONSUMPTION_CHANGE,
     MEAN_CLAIM_AGE,
+    MEAN_CONSUMPTION,
     MEAN_WEALTH_AT_PROBE,
     MEDIAN_RATIO,
     RATIO_AGES,
     SHARE_AT_EARLIEST,
     STATISTIC,
+    claiming_table,
     printed_statistic,
     summary_statistics,
 )
@@ -105,6 +115,7 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         "misfit_sentence": misfit_sentence(first),
         "correlation": number(first.correlation, decimals=2) if len(first.params) > 1 else "",
         "correlation_sentence": correlation_sentence(first),
+        "identification_sentence": identification_sentence(first),
         "j_inflation_sentence": j_inflation_sentence(first),
         "start": joined(
             [
@@ -151,19 +162,34 @@ def _estimation_sentence(variant: str, own: Mapping[str, str], saved: SavedEstim
     return sentence
 
 
-def results_numbers(*, panels: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """Return the outcomes the text states, as the summary table prints them, and sentences."""
-    table = summary_statistics(panels={v: panels[v] for v in (BASE, CUT)}).set_index(STATISTIC)
+def results_numbers(
+    *, panels: Mapping[str, pd.DataFrame], moment_ages: tuple[int, int] = (26, 60)
+) -> dict[str, Any]:
+    """Return the outcomes the text states, as the summary tables print them, and sentences.
+
+    ``moment_ages``: the first and last age the estimation's moments cover (for the share of
+    simulated years without assets there).
+    """
+    pair = {v: panels[v] for v in (BASE, CUT)}
+    table = summary_statistics(panels=pair).set_index(STATISTIC)
+    claiming = claiming_table(panels=pair).set_index("Variant")
 
     def printed(row: str, variant: str) -> str:
         return printed_statistic(row, float(table.loc[row, variant_name(variant)]))
 
-    numbers = {
+    late = [f"{low}" for low, _ in CLAIM_BINS if low >= LATE_CLAIM]
+    numbers: dict[str, Any] = {
         variant: {
             "share_earliest": percent(float(printed(SHARE_AT_EARLIEST, variant))),
             "claim_age": printed(MEAN_CLAIM_AGE, variant),
             "wealth_probe": printed(MEAN_WEALTH_AT_PROBE, variant),
-            "consumption_change": percent(abs(float(printed(CONSUMPTION_CHANGE, variant)))),
+            "consumption_change": number(
+                float(printed(CONSUMPTION_CHANGE, variant)), decimals=3
+            ),
+            "consumption": printed(MEAN_CONSUMPTION, variant),
+            "late_claims": percent(
+                sum(float(f"{claiming.loc[variant_name(variant), a]:.3f}") for a in late)
+            ),
             **{
                 f"ratio_{age:.0f}": printed(MEDIAN_RATIO.format(age=age), variant)
                 for age in RATIO_AGES
@@ -174,24 +200,61 @@ def results_numbers(*, panels: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     base, cut = numbers[BASE], numbers[CUT]
     change = float(cut["wealth_probe"]) / float(base["wealth_probe"]) - 1
     numbers["wealth_change"] = percent(abs(change))
+    numbers["late_claim_age"] = str(LATE_CLAIM)
+    numbers["zero_assets"] = percent(zero_asset_share(panels[BASE], ages=moment_ages))
     drop = float(printed(CONSUMPTION_CHANGE, BASE))
     young, old = (f"{age:.0f}" for age in RATIO_AGES)
     results = (
-        f"At the estimates, {base['share_earliest']} of the workers alive at the earliest "
-        f"claiming age claim then, and the mean claiming age is {base['claim_age']}. The median "
+        f"At the estimates, {base['share_earliest']} of the workers who may claim at the "
+        f"earliest age do so, and the mean claiming age is {base['claim_age']}. The median "
         f"household holds {base[f'ratio_{young}']} times its permanent income at {young} and "
         f"{base[f'ratio_{old}']} times at {old}, and its consumption "
-        f"{'falls' if drop < 0 else 'rises'} by {base['consumption_change']} on average from "
-        "the claiming year to the first retired year, when the cost of working ends."
+        f"{'falls' if drop < 0 else 'rises'} on average from its last working year to its "
+        f"first retired year, when the cost of working ends (a mean log change of "
+        f"{base['consumption_change']})."
     )
     counterfactual = (
         f"The cut {'raises' if change > 0 else 'lowers'} mean wealth at the last age before "
         f"the earliest claim by {numbers['wealth_change']} (from {base['wealth_probe']} to "
         f"{cut['wealth_probe']} times permanent income at 25), moves the mean claiming age "
-        f"from {base['claim_age']} to {cut['claim_age']} and the share of workers claiming at "
-        f"the earliest age from {base['share_earliest']} to {cut['share_earliest']}."
+        f"from {base['claim_age']} to {cut['claim_age']}, the share of workers claiming at "
+        f"the earliest age from {base['share_earliest']} to {cut['share_earliest']} and the "
+        f"share of claims made at {LATE_CLAIM} or later from {base['late_claims']} to "
+        f"{cut['late_claims']}: households work longer. Mean consumption over the life cycle "
+        f"moves from {base['consumption']} to {cut['consumption']} times permanent income at 25."
     )
     return {"numbers": numbers, "results": results, "counterfactual": counterfactual}
+
+
+LATE_CLAIM = 68
+"""The text reports the share of claims made at this claiming age or later (delayed credits)."""
+
+
+def zero_asset_share(panel: pd.DataFrame, *, ages: tuple[int, int]) -> float:
+    """Return the share of the living subject-years at ``ages`` (first, last) without assets.
+
+    The moment is a mean of logs of positive ratios: such years count in no moment, as the SCF
+    drops households without positive net worth.
+    """
+    frame = living_levels(panel)
+    low, high = ages
+    ages = frame["age"].between(low, high)
+    return float((frame.loc[ages, "assets_ratio"] <= 0).mean())
+
+
+def range_sentence(welfare: Welfare | None) -> str:
+    """Return how far the robustness checks move λ, as the robustness table prints it."""
+    if welfare is None or not welfare.checks:
+        return ""
+    values = [100 * v for v in welfare.checks.values()]
+    low, high = (number(v, decimals=LAMBDA_DECIMALS) for v in (min(values), max(values)))
+    sentence = f" At the estimates of our robustness checks it lies between {low} % and {high} %"
+    if welfare.bounds is not None:
+        width = 100 * (welfare.bounds[1] - welfare.bounds[0])
+        wider = max(values) - min(values) > width
+        level = percent(CONFIDENCE, decimals=0)
+        sentence += f", a {'wider' if wider else 'narrower'} range than its {level} interval"
+    return sentence + "."
 
 
 def reweighting_numbers(summaries: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -263,7 +326,11 @@ def paper_numbers(
     model["n_subjects"] = f"{panels[BASE]['subject_id'].nunique():,}"
     estimation = estimation_numbers(estimates)
     status_quo = estimates[next(iter(estimates))]
-    results = results_numbers(panels=panels)
+    groups = status_quo.summary["settings"]["age_groups"]
+    results = results_numbers(
+        panels=panels,
+        moment_ages=(min(lo for lo, _ in groups) + 1, max(hi for _, hi in groups)),
+    )
     welfare_text = welfare_sentence(welfare)
     return {
         "model": model,
@@ -282,7 +349,7 @@ def paper_numbers(
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
         "text": {
-            "abstract_result": welfare_text["abstract"],
+            "abstract_result": welfare_text["abstract"] + range_sentence(robustness_welfare),
             "calibration_targets": calibration_targets_sentence(
                 calibration_tables[BASE], whose="The baseline\u2019s weights"
             ),

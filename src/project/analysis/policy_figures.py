@@ -1,7 +1,7 @@
 """The policy-function figure: V and consumption against cash on hand, by regime and age.
 
 For ``lifecycle_normalised`` (a ``RegimeSolution``): a column per living regime, workers in
-units of permanent income P (m = M / P, c = C / P, V / P^(1 - rho)) and retirees in units of
+units of permanent income P (m = M / P, c = C / P, V / P^(1 - gamma)) and retirees in units of
 their pension B. The wealth axis covers where the simulated households of the regime live
 (from the 1st to the 99th percentile of their cash on hand at the ages shown). A worker from 62
 may claim: consumption is that of the chosen option, and it jumps where the choice switches,

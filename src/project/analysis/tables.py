@@ -260,8 +260,8 @@ def _param_value(name: str, params: Mapping[str, Any], *, decimals: int | None) 
     if array.ndim == 0:
         return f"{float(array):g}" if decimals is None else number(float(array), decimals=decimals)
     if array.min() == array.max():
-        return f"{array.min():.3g} at every age"
-    return f"{array.min():.3g} \u2026 {array.max():.3g} by age"
+        return f"{array.min():g} at every age"
+    return f"{array.min():.3f} \u2026 {array.max():.3f} by age"
 
 
 _FACTORS = lifecycle_normalised.CLAIMING_FACTORS

@@ -134,10 +134,14 @@ def _recalibration(values: Mapping[str, Any], printed: Mapping[str, str]) -> str
             f" (so that {percent(fact['share'], decimals=0)} of the workers alive at "
             f"{fact['age']} claim there)"
         )
-    if "lambda_se_fixed_cost" in printed:
+    fixed = printed.get("lambda_se_fixed_cost")
+    if fixed is not None:
+        would = (
+            "the same to the printed digits" if fixed == printed.get("lambda_se") else f"{fixed}"
+        )
         clause += (
             "; holding it fixed instead, in the estimates' covariance and in λ's response to "
-            f"them, the standard error would be {printed['lambda_se_fixed_cost']}"
+            f"them, the standard error would be {would}"
         )
     return clause
 
@@ -169,14 +173,14 @@ def monte_carlo_sentence(welfare: Mapping[str, Any]) -> str:
         else f"beyond the {level} critical value of "
     ) + number(CRITICAL, decimals=2)
     return (
-        " The expected discounted utility of consumption behind λ, computed from the solution "
+        "The expected discounted utility of consumption behind λ, computed from the solution "
         f"({printed['consumption_utility']}), and its Monte Carlo estimate from the "
         f"{printed['n_households']} simulated households' realised consumption "
         f"({printed['consumption_utility_mc']}, standard error "
         f"{printed['consumption_utility_mc_se']}) are {printed['consumption_utility_mc_distance']} "
         f"standard errors apart, {verdict}"
         + (
-            f": the check passes at the {level} level."
+            ": the two agree."
             if within
             else ": the simulation and the solution differ by more than the simulation's noise."
         )
