@@ -787,6 +787,7 @@ def task_catalogue(
     results: dict[str, Path] = RESULTS,
     specification_files: dict[str, Path] = SPECIFICATIONS,
     default_table: Path = BLD / "simulated_data.arrow",
+    estimation_model: Path = ESTIMATION_MODEL,
     bundle_markers: dict[str, Path] = BUNDLE_MARKERS,
     calibration_markers: dict[str, Path] = CALIBRATION_MARKERS,
     estimation_markers: dict[str, Path] = ESTIMATION_MARKERS,
@@ -800,4 +801,17 @@ def task_catalogue(
     """List every product with its description, size and checksum; embed the figures."""
     from project.catalogue import write_catalogue
 
-    write_catalogue(bld=BLD, products=json.loads(descriptions), path=produces)
+    declared = [paper, default_table, estimation_model, *figures_and_tables]
+    for group in (
+        results,
+        specification_files,
+        bundle_markers,
+        calibration_markers,
+        estimation_markers,
+        robustness_markers,
+        solution_markers,
+        data_products,
+    ):
+        declared += list(group.values())
+    declared.append(replication_marker)
+    write_catalogue(bld=BLD, products=json.loads(descriptions), path=produces, declared=declared)

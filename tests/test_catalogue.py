@@ -190,3 +190,20 @@ def test_the_most_literal_description_wins():
 )
 def test_sizes_read_in_binary_units(size, expected):
     assert human_size(size) == expected
+
+
+def test_only_the_declared_products_are_listed_where_they_are_given(bld, tmp_path):
+    """A file an older build left behind (no task declares it now) is left out."""
+    declared = [
+        bld / "figures" / "a.png",
+        bld / "v" / "model.json",
+        bld / "v" / "solution" / MARKER_NAME,  # a directory product, through its marker
+    ]
+    listed = write_catalogue(
+        bld=bld, products=DESCRIPTIONS, path=tmp_path / "index.md", declared=declared
+    )
+    assert [p.path for p in listed] == ["figures/a.png", "v/model.json", "v/solution"]
+    text = (tmp_path / "index.md").read_text()
+    assert "extra.txt" not in text and "figures/special.png" not in text
+    every = write_catalogue(bld=bld, products=DESCRIPTIONS, path=tmp_path / "all.md")
+    assert [p.path for p in every] == LISTED

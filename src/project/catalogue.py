@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -74,14 +74,20 @@ def write_catalogue(
     path: Path,
     exclude: Sequence[str] = EXCLUDE,
     provenance: Mapping[str, str] | None = None,
+    declared: Collection[Path] | None = None,
 ) -> list[Product]:
     """Write the catalogue of ``bld`` to ``path`` atomically; return the products it lists.
 
     ``products`` maps relative paths or patterns to descriptions; ``exclude`` lists patterns
-    to leave out; ``provenance`` (default: ``product_provenance`` of ``products``) heads it.
+    to leave out; ``provenance`` (default: ``product_provenance`` of ``products``) heads it;
+    ``declared``: the build's products (files, or a directory product's marker), the only
+    ones listed where given, so that a file an older build left behind is not.
     """
     bld, path = Path(bld).absolute(), Path(path).absolute()
     found = catalogue_products(bld=bld, products=products, exclude=exclude, skip=(path,))
+    if declared is not None:
+        wanted = {Path(p).absolute() for p in declared}
+        found = [p for p in found if _declared(bld, product=p, wanted=wanted)]
     undescribed = [p.path for p in found if p.description is None]
     if undescribed:
         logger.warning("The catalogue has no description for %s.", ", ".join(undescribed))
@@ -133,6 +139,12 @@ def catalogue_products(
                 )
             )
     return sorted(found, key=lambda p: p.path)
+
+
+def _declared(bld: Path, *, product: Product, wanted: set[Path]) -> bool:
+    """Say whether ``product`` (a file, or a directory through its marker) is in ``wanted``."""
+    location = bld / product.path
+    return (location / MARKER_NAME if product.directory else location) in wanted
 
 
 def _entries(

@@ -239,7 +239,8 @@ def misfit_sentence(saved: SavedEstimation) -> str:
 
     def group(moment: str) -> str:
         side = "above" if t[moment] > 0 else "below"
-        return f"{side} at ages {age_label(moment).replace('-', dash)} (t = {printed[moment]})"
+        ages = age_label(moment).replace("-", dash)
+        return f"{side} the data at ages {ages} (t = {printed[moment]})"
 
     if not beyond:
         largest = number(t.abs().max(), decimals=2)

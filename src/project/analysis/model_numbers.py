@@ -101,6 +101,10 @@ def calibration_numbers(saved: SavedEstimation) -> dict[str, str]:
             for value in [r["value"] for r in rounds] + [calibrated["value"]]
         ),
         "calibration_start": number(rounds[0]["value"], decimals=COST_DECIMALS),
+        **{
+            f"first_round_{name}": number(value, decimals=printed_decimals(name))
+            for name, value in rounds[0].get("estimates", {}).items()
+        },
         "tolerance": f"{float(calibrated['settings']['tolerance']):g}",
         **_claiming_numbers(calibrated.get("claiming_ages", {})),
         **{

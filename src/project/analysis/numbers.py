@@ -242,6 +242,15 @@ def zero_asset_share(panel: pd.DataFrame, *, ages: tuple[int, int]) -> float:
     return float((frame.loc[ages, "assets_ratio"] <= 0).mean())
 
 
+def lambda_range(welfare: Welfare | None) -> dict[str, str]:
+    """Return the smallest and largest λ of the robustness checks, as their table prints them."""
+    if welfare is None or not welfare.checks:
+        return {}
+    values = [100 * v for v in welfare.checks.values()]
+    low, high = (number(v, decimals=LAMBDA_DECIMALS) for v in (min(values), max(values)))
+    return {"lambda_low": f"{low} %", "lambda_high": f"{high} %"}
+
+
 def range_sentence(welfare: Welfare | None) -> str:
     """Return how far the robustness checks move λ, as the robustness table prints it."""
     if welfare is None or not welfare.checks:
@@ -344,7 +353,7 @@ def paper_numbers(
         "kappa": calibration_numbers(status_quo),
         "calibration": reweighting_numbers(calibration_summaries),
         "results": results["numbers"],
-        "welfare": dict(welfare["numbers"]),
+        "welfare": dict(welfare["numbers"]) | lambda_range(robustness_welfare),
         "validation": dict(validation["numbers"]),
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
