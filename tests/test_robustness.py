@@ -66,6 +66,8 @@ def saved(
             "ci_lower": [np.nan if at_bound else crra - 0.05, beta - 0.01],
             "ci_upper": [np.nan if at_bound else crra + 0.05, beta + 0.01],
             "at_bound": [at_bound, False],
+            "lower_bound": [0.3, 0.8],
+            "upper_bound": [8.0, 1.05],
         }
     )
     summary = {"j_statistic": j, "j_dof": len(moments) - 2, "j_p_value": p, "warnings": []}
@@ -302,3 +304,13 @@ def test_checks_outside_the_baselines_interval_are_counted():
         baseline=BASELINE, checks=CHECKS, specs=SPECS, welfare=inside
     )
     assert sentence.endswith("is [−4.85 %, −4.45 %].")
+
+
+def test_a_standard_error_whose_interval_reaches_a_bound_is_marked():
+    """No interval may cross a bound unremarked: 0.31 - 1.96 x 0.025 lies below 0.3."""
+    near = saved(0.31, 0.9745)
+    table = robustness_table(baseline=BASELINE, checks={"income": near}, specs=SPECS)
+    rows = table.set_index("Specification")
+    assert rows.loc["Income persistence 0.95", "\u03b3 s.e."] == "0.025\u2020"
+    assert rows.loc["Baseline (as estimated)", "\u03b3 s.e."] == "0.025"  # 0.84 is far inside
+    assert rows.loc["Income persistence 0.95", "\u03b2 s.e."] == "0.0050"

@@ -397,7 +397,7 @@ def test_the_paper_states_the_numbers_of_the_products(serial_build):
         "Data and estimation",
         "The life cycle at the estimates",
         "Counterfactual: a benefit cut",
-        "Robustness",
+        "Robustness and limitations",
         "Replication of a published estimation",
         "Provenance",
         "References",

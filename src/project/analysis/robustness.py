@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from scipy.stats import chi2
 
@@ -36,7 +37,7 @@ from project.analysis.notation import (
 )
 from project.analysis.table_output import write_table_files
 from project.analysis.welfare_text import normal_interval
-from project.estimation.inference import CONFIDENCE
+from project.estimation.inference import CONFIDENCE, CRITICAL
 from project.estimation.products import SavedEstimation
 from project.persist.manifest import read_json_object
 
@@ -55,7 +56,9 @@ CAPTION = (
     "a check that only leaves moments out, is Hansen's test of those moments (the baseline's J "
     "less the check's, chi-square with as many degrees of freedom as moments left out) and "
     "p (C) its p-value; λ is the benefit cut's consumption equivalent with both variants "
-    "solved again at the row's estimates and assumptions."
+    "solved again at the row's estimates and assumptions. \u2020: the estimate's 95 % interval "
+    "(1.96 standard errors each side) reaches a bound of its search; only its part within the "
+    "bound is valid."
 )
 
 
@@ -168,9 +171,8 @@ def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
     for estimate in saved.estimates.itertuples(index=False):
         decimals = printed_decimals(estimate.param)
         row[symbol(estimate.param)] = float(estimate.estimate)
-        row[_se_column(estimate.param)] = (
-            AT_BOUND if estimate.at_bound else number(estimate.std_error, decimals=decimals)
-        )
+        error = AT_BOUND if estimate.at_bound else number(estimate.std_error, decimals=decimals)
+        row[_se_column(estimate.param)] = error + (REACHES_BOUND if _reaches(estimate) else "")
     summary = saved.summary
     calibrated = summary.get("calibrated") or {}
     if calibrated:
@@ -179,6 +181,19 @@ def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
     row["df"] = int(summary["j_dof"])
     row["p"] = p_value(float(summary["j_p_value"]))
     return row
+
+
+REACHES_BOUND = "\u2020"
+"""Marks a standard error whose 95 % interval reaches a bound of its parameter's search."""
+
+
+def _reaches(estimate: Any) -> bool:
+    """Say whether the estimate's normal 95 % interval reaches a bound of its search."""
+    if estimate.at_bound or not np.isfinite(estimate.std_error):
+        return False
+    half = CRITICAL * float(estimate.std_error)
+    lower, upper = float(estimate.lower_bound), float(estimate.upper_bound)
+    return float(estimate.estimate) - half < lower or float(estimate.estimate) + half > upper
 
 
 def robustness_estimates_sentence(

@@ -79,17 +79,19 @@ def choice_counts_of_table(
     choice: ChoiceCount,
 ) -> np.ndarray:
     """Return (deciding, choosing) of ``choice`` from a solve, a simulation and its table."""
-    solution = solve(model=model, params=dict(params), log_level="off")
-    frame = simulate(
-        params=dict(params),
+    table = claiming_table(
+        model=model,
+        params=params,
         initial_conditions=initial_conditions,
-        solution=solution,
         seed=seed,
-        log_level="off",
-    ).to_dataframe()
-    here = (frame["regime"] == choice.regime) & (frame["age"] == float(choice.age))
-    choosing = here & (frame[choice.action] == choice.label)
-    return np.array([here.sum(), choosing.sum()], dtype=float)
+        chooser=choice.regime,
+        action=choice.action,
+        label=choice.label,
+    )
+    age = int(choice.age)
+    if age not in table.index:
+        return np.zeros(2)
+    return table.loc[age, ["deciding", "claiming"]].to_numpy(dtype=float)
 
 
 def claim_share(table: pd.DataFrame, *, age: int) -> float:
