@@ -183,9 +183,7 @@ def results_numbers(
             "share_earliest": percent(float(printed(SHARE_AT_EARLIEST, variant))),
             "claim_age": printed(MEAN_CLAIM_AGE, variant),
             "wealth_probe": printed(MEAN_WEALTH_AT_PROBE, variant),
-            "consumption_change": number(
-                float(printed(CONSUMPTION_CHANGE, variant)), decimals=3
-            ),
+            "consumption_change": number(float(printed(CONSUMPTION_CHANGE, variant)), decimals=3),
             "consumption": printed(MEAN_CONSUMPTION, variant),
             "late_claims": percent(
                 sum(float(f"{claiming.loc[variant_name(variant), a]:.3f}") for a in late)

@@ -266,6 +266,8 @@ def model_params(
 
 INCOME_PARAMS = ("income_growth", "unemployment_risk", "permanent_nodes", "transitory_nodes")
 """The params a calibration's income profiles give (``default_params(calibration=...)``)."""
+
+
 def income_profiles(*, calibration: str = "notes2026") -> dict[str, np.ndarray]:
     """Return the income profiles by period (ages 25..99) of a vendored calibration.
 
