@@ -254,7 +254,7 @@ def test_the_table_is_written_in_three_formats(tmp_path):
         paths=paths,
     )
     markdown = paths["md"].read_text()
-    assert "| Income persistence 0.95 | 0.910 | 0.025 | 0.9712 | 0.0050 | 3.21 | 3 | 0.361 |" in (
+    assert "| Income persistence 0.95 | 0.910 | 0.025 | 0.9712 | 0.00500 | 3.21 | 3 | 0.361 |" in (
         markdown
     )
     assert "<tab:robustness>" in paths["typ"].read_text()
@@ -313,4 +313,4 @@ def test_a_standard_error_whose_interval_reaches_a_bound_is_marked():
     rows = table.set_index("Specification")
     assert rows.loc["Income persistence 0.95", "\u03b3 s.e."] == "0.025\u2020"
     assert rows.loc["Baseline (as estimated)", "\u03b3 s.e."] == "0.025"  # 0.84 is far inside
-    assert rows.loc["Income persistence 0.95", "\u03b2 s.e."] == "0.0050"
+    assert rows.loc["Income persistence 0.95", "\u03b2 s.e."] == "0.00500"

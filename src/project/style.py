@@ -72,6 +72,7 @@ PNG_METADATA: dict[str, str | None] = {"Software": None}
 PDF_METADATA: dict[str, str | None] = {"Creator": None, "Producer": None, "CreationDate": None}
 
 AGE_LABEL = "Age"
+CLAIM_AGE_LABEL = "Claiming age (age at the first pension)"
 WEALTH_LABEL = "Wealth"
 CONSUMPTION_LABEL = "Consumption"
 VALUE_LABEL = "V"

@@ -29,6 +29,7 @@ from project.analysis.notation import (
     PARAMETERS,
     Notation,
     age_label,
+    error_decimals,
     joined,
     number,
     p_relation,
@@ -207,7 +208,7 @@ def step_sentence(saved: SavedEstimation) -> str:
     main = saved.estimates.set_index("param")["std_error"].astype(float)  # the estimates' order
     printed = joined(
         [
-            f"{number(errors[param], decimals=printed_decimals(param))} for {symbol(param)} "
+            f"{number(errors[param], decimals=error_decimals(param))} for {symbol(param)} "
             f"({_signed_percent(errors[param] / main[param] - 1)})"
             for param in main.index
         ]
@@ -346,7 +347,7 @@ def write_estimation_report(
             + estimation_notes(estimates),
             {
                 "Estimate": "{:.4f}",
-                "Std. error": "{:.4f}",
+                "Std. error": "{:.5f}",
                 "CI lower": "{:.4f}",
                 "CI upper": "{:.4f}",
             },

@@ -174,6 +174,7 @@ def plot_retirement_policy(
             label="All deciders",
         )
         _decorate(axis, title="", ylabel=style.SHARE_CLAIMING_LABEL, share=True)
+        axis.set_xlabel(style.CLAIM_AGE_LABEL)
         axis.set_xlim(low - 0.5, high + 0.5)
         axis.set_xticks(np.arange(low, high + 1))
         style.figure_legend(figure=figure, axis=axis, ncols=2)

@@ -14,7 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from project.analysis.notation import number, percent, printed_decimals, symbol, variant_name
+from project.analysis.notation import (
+    error_decimals,
+    number,
+    percent,
+    printed_decimals,
+    symbol,
+    variant_name,
+)
 from project.estimation.products import SavedEstimation
 from project.models import buffer_stock, lifecycle_normalised
 
@@ -108,7 +115,7 @@ def calibration_numbers(saved: SavedEstimation) -> dict[str, str]:
         "tolerance": f"{float(calibrated['settings']['tolerance']):g}",
         **_claiming_numbers(calibrated.get("claiming_ages", {})),
         **{
-            f"{name}_se_fixed": number(value, decimals=printed_decimals(name))
+            f"{name}_se_fixed": number(value, decimals=error_decimals(name))
             for name, value in calibrated.get("fixed_cost_standard_errors", {}).items()
         },
         **{
@@ -158,7 +165,8 @@ def calibration_sentence(saved: SavedEstimation) -> str:
         f"The calibration settles, within its tolerance of {own['tolerance']}, at a cost of "
         f"working of {own['work_cost']} of consumption (the cost went {own['round_costs']} "
         f"over {rounds} of estimation and calibration), at which {own['share']} of the "
-        f"simulated workers alive at {own['claim_age']} claim at that age at the estimates, "
+        f"simulated workers alive at {own['decision_age']} decide to claim at "
+        f"{own['claim_age']} at the estimates, "
         f"against the fact\u2019s {own['target_share']}."
     )
 
@@ -174,7 +182,8 @@ def calibration_notes(estimates: Mapping[str, SavedEstimation]) -> str:
         notes.append(
             f"{variant_name(name)}: the cost of working {kappa} is calibrated to "
             f"{own['work_cost']}, at which {own['share']} of the workers alive at "
-            f"{own['claim_age']} claim then (the fact: {own['target_share']}); the standard "
+            f"{own['decision_age']} decide to claim at {own['claim_age']} (the fact: "
+            f"{own['target_share']}); the standard "
             f"errors let {kappa} follow the estimates."
         )
     return (" Parameters calibrated jointly with the estimate. " + " ".join(notes)) if notes else ""

@@ -90,6 +90,15 @@ def printed_decimals(name: str) -> int:
     return 4 if name == "beta" else 3
 
 
+def error_decimals(name: str) -> int:
+    """Return how many decimals a standard error of param ``name`` prints with (beta: 5).
+
+    One more than the estimate's for beta, whose standard errors are a few 1e-4: at 4 decimals
+    0.00046 and 0.00052 would print alike.
+    """
+    return printed_decimals(name) + (1 if name == "beta" else 0)
+
+
 def described(text: str, *, notation: Notation) -> Symbol:
     """Return ``text`` followed by ``notation``'s symbol (if it has one), per format."""
     if not notation.text:

@@ -35,6 +35,7 @@ from project.analysis.model_numbers import (
 )
 from project.analysis.notation import (
     AT_BOUND,
+    error_decimals,
     joined,
     number,
     p_relation,
@@ -95,9 +96,8 @@ def estimation_numbers(estimates: Mapping[str, SavedEstimation]) -> dict[str, An
         for row in saved.estimates.itertuples(index=False):
             decimals = printed_decimals(row.param)
             own[row.param] = number(row.estimate, decimals=decimals)
-            own[f"{row.param}_se"] = (
-                AT_BOUND if row.at_bound else number(row.std_error, decimals=decimals)
-            )
+            error = number(row.std_error, decimals=error_decimals(row.param))
+            own[f"{row.param}_se"] = AT_BOUND if row.at_bound else error
         summary = saved.summary
         own["j"] = number(summary["j_statistic"], decimals=2)
         own["j_p"] = p_value(summary["j_p_value"])

@@ -27,6 +27,7 @@ from scipy.stats import chi2
 from project.analysis.notation import (
     AT_BOUND,
     age_label,
+    error_decimals,
     joined,
     number,
     p_relation,
@@ -169,9 +170,12 @@ def c_test(
 def _row(label: str, saved: SavedEstimation) -> dict[str, object]:
     row: dict[str, object] = {SPECIFICATION: label}
     for estimate in saved.estimates.itertuples(index=False):
-        decimals = printed_decimals(estimate.param)
         row[symbol(estimate.param)] = float(estimate.estimate)
-        error = AT_BOUND if estimate.at_bound else number(estimate.std_error, decimals=decimals)
+        error = (
+            AT_BOUND
+            if estimate.at_bound
+            else number(estimate.std_error, decimals=error_decimals(estimate.param))
+        )
         row[_se_column(estimate.param)] = error + (REACHES_BOUND if _reaches(estimate) else "")
     summary = saved.summary
     calibrated = summary.get("calibrated") or {}

@@ -333,6 +333,7 @@ def welfare_uncertainty(
         "estimated_params": estimates,
         "calibrated_params": calibrated,
         "calibration_fact": record.get("fact"),
+        "calibration_decision_age": record.get("decision_age"),
         "covariance": estimation.covariance.tolist(),
         "fixed_cost_covariance": fixed.tolist(),
         "params_at_bound": list(estimation.summary.get("params_at_bound", [])),

@@ -29,8 +29,10 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
     cost following the estimates; ``lambda_se_fixed_cost``, ``lambda_ci_fixed_cost``: held
     fixed), none where an estimate lies at a bound (``params_at_bound``); V0, V1, their
     difference and C (``base_value``, ``counterfactual_value``, ``value_difference``,
-    ``consumption_utility``); the Monte Carlo check of C (``consumption_utility_mc``, its
-    ``_se`` and ``_distance`` in standard errors, ``n_households``), where ``result`` has it.
+    ``consumption_utility``); λ's change in percentage points per hundredth of β
+    (``lambda_beta_slope``), where β is estimated; the Monte Carlo check of C
+    (``consumption_utility_mc``, its ``_se`` and ``_distance`` in standard errors,
+    ``n_households``), where ``result`` has it.
     """
     decimals = lambda_decimals(result)
     numbers = {
@@ -53,6 +55,9 @@ def welfare_numbers(result: Mapping[str, Any]) -> dict[str, str]:
                     percent(b, decimals=decimals) for b in normal_interval(result["lambda"], error)
                 )
                 numbers[f"lambda_ci{suffix}"] = f"[{low}, {high}]"
+    slope = (result.get("lambda_gradient") or {}).get("beta")
+    if slope is not None:  # percentage points of λ per hundredth of β
+        numbers["lambda_beta_slope"] = number(slope, decimals=2)
     error = result.get("simulated_consumption_utility_se")
     if error and "consumption_utility" in result:
         simulated = result["simulated_consumption_utility"]
@@ -130,9 +135,10 @@ def _recalibration(values: Mapping[str, Any], printed: Mapping[str, str]) -> str
         "each value of them, as the estimation calibrates it"
     )
     if fact:
+        decided = values.get("calibration_decision_age") or fact["age"]
         clause += (
             f" (so that {percent(fact['share'], decimals=0)} of the workers alive at "
-            f"{fact['age']} claim there)"
+            f"{decided} decide to claim at {fact['age']})"
         )
     fixed = printed.get("lambda_se_fixed_cost")
     if fixed is not None:
