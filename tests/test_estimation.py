@@ -672,7 +672,7 @@ def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
     saved = SavedEstimation(estimates=estimates, moments=pd.DataFrame(), summary=summary)
     sentence = step_sentence(saved)
     assert "differences of 0.1 % of each estimate; steps of 1 %" in sentence
-    assert "0.042 for \u03b3 (\u22123 %) and 0.0006 for \u03b2 (+5 %)." in sentence
+    assert "0.042 for \u03b3 (\u22123 %) and 0.00059 for \u03b2 (+5 %)." in sentence
     summary["searches"]["multistart"].pop("std_errors_by_step")
     assert step_sentence(saved).endswith("0.1 % of each estimate.")
 

@@ -412,6 +412,8 @@ def test_the_sentences_say_what_the_standard_error_carries():
         "κ calibrated again at each value of them, as the estimation calibrates it (so that 36 % "
         "of the workers alive at 62 claim there)"
     ) in sentence
+    decided = welfare_sentence(welfare_content(RESULT | {"calibration_decision_age": 61}))
+    assert "of the workers alive at 61 decide to claim at 62)" in decided["sentence"]
     assert sentence.endswith("the standard error would be < 0.01 %.")
     bound = welfare_sentence(welfare_content(RESULT | {"params_at_bound": ["beta"]}))
     assert "standard error" not in bound["abstract"]

@@ -135,11 +135,13 @@ def _recalibration(values: Mapping[str, Any], printed: Mapping[str, str]) -> str
         "each value of them, as the estimation calibrates it"
     )
     if fact:
-        decided = values.get("calibration_decision_age") or fact["age"]
-        clause += (
-            f" (so that {percent(fact['share'], decimals=0)} of the workers alive at "
-            f"{decided} decide to claim at {fact['age']})"
+        decided = values.get("calibration_decision_age")
+        who = (
+            f"alive at {fact['age']} claim there"
+            if decided is None
+            else f"alive at {decided} decide to claim at {fact['age']}"
         )
+        clause += f" (so that {percent(fact['share'], decimals=0)} of the workers {who})"
     fixed = printed.get("lambda_se_fixed_cost")
     if fixed is not None:
         would = (
