@@ -186,3 +186,47 @@ def test_a_claim_decided_at_61_is_priced_at_the_factor_of_62():
     assert at[69] == at[80] == model_module.CLAIMING_FACTORS[70]
     allowed = model_module.claim_age(np.array([1, 1, 0]), np.array([60.0, 61.0, 30.0]))
     assert np.asarray(allowed).tolist() == [False, True, True]
+
+
+def test_a_period_allowing_one_choice_is_read_from_it_alone_to_the_bit(x64):
+    """Before the earliest claim every context allows working only: the simulation reads that
+    choice alone (``only_choice_evaluator``), and its choice, consumption and V equal those of
+    reading every choice (``point_evaluator``) bit for bit, constrained states included."""
+    import jax
+    import jax.numpy as jnp
+
+    from project.egm.solution import only_choice_evaluator, point_evaluator
+
+    params = model_module.default_params()
+    params.pop("taste_shock_scale")
+    solution = solve(model=model_module.build_model(taste_shocks=False), params=params)
+    working = solution.solution("working")
+    view = solution.model.regimes["working"]
+    wealth = jnp.concatenate([jnp.geomspace(1e-4, 30.0, 400), jnp.asarray([0.0, 1e-9, 45.0])])
+    codes = jnp.zeros((wealth.size, 0), dtype=jnp.int32)
+    values = {k: jnp.asarray(v) for k, v in working.params.items()}
+    limit = working.savings[0]
+    singles = []
+    for period in (0, 15, 35, 36, 50):
+        arrays = working.period_arrays(period)
+        single = bool(jnp.all(jnp.sum(arrays.feasible, axis=-1) == 1))
+        singles.append(single)
+        if not single:
+            continue
+        age = jnp.asarray(AGES[period], dtype=wealth.dtype)
+        read = {
+            name: jax.jit(
+                jax.vmap(evaluator(view, unroll=True), in_axes=(None, 0, 0, None, None, None, None))
+            )(arrays, codes, wealth, values, jnp.int32(period), age, limit)
+            for name, evaluator in (("all", point_evaluator), ("one", only_choice_evaluator))
+        }
+        every, one = read["all"], read["one"]
+        np.testing.assert_array_equal(one.choice, every.choice)
+        np.testing.assert_array_equal(one.value, every.value)
+        chosen = np.arange(wealth.size), np.asarray(every.choice)
+        np.testing.assert_array_equal(
+            np.asarray(one.choice_consumption)[chosen], np.asarray(every.choice_consumption)[chosen]
+        )
+        np.testing.assert_array_equal(one.probability, every.probability)
+    # working ages before 61 allow one choice; from 61 on, the claim too
+    assert singles == [True, True, True, False, False]

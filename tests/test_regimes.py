@@ -11,6 +11,7 @@ import logging
 import dags
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
 from project import solve
@@ -440,6 +441,30 @@ def test_regime_simulation_does_not_depend_on_the_chunk_size(mortal_simulation):
         params=params, initial_conditions=init, solution=solution, seed=7, subject_batch_size=777
     )
     assert result.to_dataframe().equals(chunked.to_dataframe())
+
+
+def test_a_subject_simulated_alone_equals_its_row_among_all(mortal_simulation):
+    """A subject's rows do not depend on who shares its chunk: in chunks of one, each regime
+    meets its subjects alone, and the rows equal those of the whole population bit for bit."""
+    from project.simulation import simulate
+
+    _, params, solution, init, result = mortal_simulation
+    frame = result.to_dataframe()
+    visited = frame.groupby("subject_id", observed=True)["regime"].agg(
+        lambda regimes: frozenset(regimes.astype(str))
+    )
+    # one subject of each path through the regimes: their chunks of one meet each regime alone
+    chosen = sorted(int(paths.index[0]) for _, paths in visited.groupby(visited))
+    assert len(chosen) >= 3, f"too few paths through the regimes: {sorted(set(visited))}"
+    n = max(chosen) + 1
+    first = {k: list(v)[:n] for k, v in init.items()}
+    alone = simulate(
+        params=params, initial_conditions=first, solution=solution, seed=7, subject_batch_size=1
+    ).to_dataframe()
+    for subject in chosen:
+        got = alone[alone["subject_id"] == subject].reset_index(drop=True)
+        expected = frame[frame["subject_id"] == subject].reset_index(drop=True)
+        pd.testing.assert_frame_equal(got, expected, check_exact=True)
 
 
 def test_regime_solution_and_bundle_survive_save_and_load(mortal_simulation, tmp_path):

@@ -152,31 +152,18 @@ def at_state(
     """
 
     def one(choice: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
-        here = choice_env(structure, env, choice)
-
-        def row(table: jax.Array) -> _Row:
-            return _Row(table, context, choice)
-
-        nodes = row(arrays.wealth)
-        # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
-        # is the exact constrained value instead).
-        upper = jnp.clip(
-            _count_at_most(nodes, wealth, unroll=unroll), 1, arrays.wealth.shape[-1] - 1
-        )
-        consumption = _between(wealth, nodes, row(arrays.consumption), upper)
-        equivalent = _hermite(
+        return _choice_at(
+            arrays,
+            context,
             wealth,
-            nodes,
-            row(arrays.value_equivalent),
-            row(arrays.equivalent_slope),
-            jnp.maximum(upper, 2),
+            choice,
+            structure=structure,
+            utility=utility,
+            env=env,
+            limit=limit,
+            with_marginal=with_marginal,
+            unroll=unroll,
         )
-        # Below node 1 the limit binds: V = u(w - limit) + beta·E[V'(limit)], exactly.
-        constrained = wealth < nodes[1]
-        level = utility.value(jnp.where(constrained, wealth - limit, equivalent), here)
-        value = level + jnp.where(constrained, arrays.constrained_continuation[context, choice], 0)
-        marginal = utility.marginal(consumption, here) if with_marginal else consumption
-        return consumption, value, marginal
 
     choices = jnp.arange(structure.n_choices)
     consumption, value, marginal = jax.vmap(one)(choices)
@@ -197,3 +184,74 @@ def at_state(
         total=total,
         marginal=expected_marginal,
     )
+
+
+def at_only_choice(
+    arrays: EGMArrays,
+    context: jnp.ndarray | int,
+    wealth: jnp.ndarray,
+    *,
+    structure: EGMStructure,
+    utility: Utility,
+    env: dict[str, Any],
+    limit: jnp.ndarray,
+    unroll: bool = False,
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """Return the choice, its consumption and V where ``context`` allows one choice only.
+
+    What ``at_state`` gives there without taste shocks, to the bit (V is the one feasible
+    choice's value, the maximum over the others' -inf), reading one choice instead of all.
+    """
+    choice = jnp.argmax(arrays.feasible[context]).astype(jnp.int32)
+    consumption, value, _ = _choice_at(
+        arrays,
+        context,
+        wealth,
+        choice,
+        structure=structure,
+        utility=utility,
+        env=env,
+        limit=limit,
+        with_marginal=False,
+        unroll=unroll,
+    )
+    return choice, consumption, value
+
+
+def _choice_at(
+    arrays: EGMArrays,
+    context: jnp.ndarray | int,
+    wealth: jnp.ndarray,
+    choice: jnp.ndarray,
+    *,
+    structure: EGMStructure,
+    utility: Utility,
+    env: dict[str, Any],
+    limit: jnp.ndarray,
+    with_marginal: bool,
+    unroll: bool,
+) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+    """Return choice ``choice``'s consumption, value and marginal utility (or consumption)."""
+    here = choice_env(structure, env, choice)
+
+    def row(table: jax.Array) -> _Row:
+        return _Row(table, context, choice)
+
+    nodes = row(arrays.wealth)
+    # One search serves both: V interpolates from node 1 on (node 0 is the limit, where V
+    # is the exact constrained value instead).
+    upper = jnp.clip(_count_at_most(nodes, wealth, unroll=unroll), 1, arrays.wealth.shape[-1] - 1)
+    consumption = _between(wealth, nodes, row(arrays.consumption), upper)
+    equivalent = _hermite(
+        wealth,
+        nodes,
+        row(arrays.value_equivalent),
+        row(arrays.equivalent_slope),
+        jnp.maximum(upper, 2),
+    )
+    # Below node 1 the limit binds: V = u(w - limit) + beta·E[V'(limit)], exactly.
+    constrained = wealth < nodes[1]
+    level = utility.value(jnp.where(constrained, wealth - limit, equivalent), here)
+    value = level + jnp.where(constrained, arrays.constrained_continuation[context, choice], 0)
+    marginal = utility.marginal(consumption, here) if with_marginal else consumption
+    return consumption, value, marginal

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.choices import EGMArrays, at_state
+from project.egm.choices import EGMArrays, at_only_choice, at_state
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.utility import Utility
 from project.model.spec import Model
@@ -218,6 +218,41 @@ def point_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Eval
             choice=choice,
             probability=state.probability,
             choice_consumption=state.consumption,
+        )
+
+    return one
+
+
+def only_choice_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Evaluated]:
+    """Return ``point_evaluator``'s ``one`` for a period whose every context allows one choice.
+
+    Its ``Evaluated`` equals ``point_evaluator``'s there without taste shocks (the same choice,
+    consumption and V, to the bit), from that choice alone; the other choices' consumption
+    reads 0 and their probability 0.
+    """
+    structure = egm_structure(model)
+    utility = Utility(model, structure)
+
+    def one(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
+        env = params | {s: codes[i] for i, s in enumerate(structure.discrete)}
+        env |= {"period": period, "age": age}
+        choice, consumption, value = at_only_choice(
+            arrays,
+            structure.context_index(codes),
+            wealth,
+            structure=structure,
+            utility=utility,
+            env=env,
+            limit=limit,
+            unroll=unroll,
+        )
+        chosen = jnp.arange(structure.n_choices) == choice
+        return Evaluated(
+            consumption=consumption,
+            value=value,
+            choice=choice,
+            probability=chosen.astype(wealth.dtype),
+            choice_consumption=jnp.where(chosen, consumption, 0.0),
         )
 
     return one

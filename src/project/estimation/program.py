@@ -274,16 +274,20 @@ class MomentProgram:
             codes, states, actions, _ = panel_of(*panel)
             params, periods, ages = panel[4], panel[5], panel[6]
             ratio = per_period(codes, states, actions, params, periods[:stop], ages[:stop])
+            read = jnp.isin(codes, living_codes) & (ratio > 0)
             # The periods after ``stop`` count for no group: padded back to every period, the
             # sums below run in the same order as over a whole panel (the same bits).
             unread = ((0, periods.shape[0] - ratio.shape[0]), (0, 0))
-            counted = jnp.pad(jnp.isin(codes, living_codes) & (ratio > 0), unread)
-            padded = jnp.pad(ratio, unread, constant_values=1.0)
-            log_ratio = jnp.log(jnp.where(counted, padded, 1.0))
+            counted = jnp.pad(read, unread)
+            log_ratio = jnp.pad(jnp.log(jnp.where(read, ratio, 1.0)), unread)  # log 1 = 0
             weights = counted[:, :, None] & groups[:, None, :]
             totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
-            living = weights.any(axis=0).sum(axis=0)
-            return totals / weights.sum(axis=(0, 1)), living, count(codes, actions, totals.dtype)
+            # Counts are exact in any order: per period first, not over every subject-year
+            # of every group (the subject-years of a group; the subjects with one).
+            member = groups[:stop].astype(jnp.int32)
+            years = read.sum(axis=1, dtype=jnp.int32) @ member
+            living = (read.T.astype(jnp.int32) @ member > 0).sum(axis=0)
+            return totals / years, living, count(codes, actions, totals.dtype)
 
         return drawn
 

@@ -92,6 +92,5 @@ def _uniform(key: jnp.ndarray, *, dtype: Any) -> jnp.ndarray:
 def category_at(*, uniform: jnp.ndarray, probabilities: jnp.ndarray) -> jnp.ndarray:
     """Return the category whose CDF interval holds ``uniform`` (``draw_category``'s inverse)."""
     cdf = jnp.cumsum(probabilities)
-    return jnp.minimum(jnp.sum(uniform >= cdf[:-1] / cdf[-1]), probabilities.shape[0] - 1).astype(
-        jnp.int32
-    )
+    count = jnp.sum(uniform >= cdf[:-1] / cdf[-1], dtype=jnp.int32)  # not int64: half the bytes
+    return jnp.minimum(count, probabilities.shape[0] - 1)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 
-from project.egm.solution import point_evaluator
+from project.egm.solution import only_choice_evaluator, point_evaluator
 from project.egm.structure import egm_structure
 from project.model.spec import Model, transition_target
 from project.shocks import shock_tables
@@ -114,11 +115,14 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
     choice's, read off its endogenous grid at the exact state.
     """
     structure = egm_structure(model)
-    evaluate = point_evaluator(model, unroll=True)
+    evaluators = {
+        False: point_evaluator(model, unroll=True),
+        True: only_choice_evaluator(model, unroll=True),
+    }
     advance = build_advance(model)
     choice_stream = taste_shock_stream(model)
 
-    def one_subject(state_values, key, expected, params, period, age):  # noqa: ANN001, ANN202
+    def one_subject(state_values, key, expected, params, period, age, *, only):  # noqa: ANN001, ANN202
         arrays, limit = expected
         codes = (
             jnp.stack([state_values[s] for s in structure.discrete])
@@ -126,7 +130,7 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
             else (jnp.zeros((0,), dtype=jnp.int32))
         )
         wealth = state_values[structure.state]
-        at = evaluate(arrays, codes, wealth, params, period, age, limit)
+        at = evaluators[only](arrays, codes, wealth, params, period, age, limit)
         choice = at.choice
         if model.taste_shocks:
             choice = draw_category(key=key, probabilities=at.probability, stream=choice_stream)
@@ -143,9 +147,17 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
     def step(states, subject_ids, expected, params, grid_points, period, age, seed):  # noqa: ANN001, ANN202
         del grid_points
         keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
-        return jax.vmap(one_subject, in_axes=(0, 0, None, None, None, None))(
-            states, keys, expected, params, period, age
-        )
+
+        def subjects(only):  # noqa: ANN001, ANN202
+            return jax.vmap(partial(one_subject, only=only), in_axes=(0, 0, None, None, None, None))
+
+        operands = (states, keys, expected, params, period, age)
+        if structure.n_choices == 1 or model.taste_shocks:
+            return subjects(False)(*operands)
+        # A period whose every context allows one choice (a claim before the earliest age)
+        # reads that choice alone: the other choices' values decide nothing there.
+        only = jnp.all(jnp.sum(expected[0].feasible, axis=-1) == 1)
+        return jax.lax.cond(only, subjects(True), subjects(False), *operands)
 
     return step
 
