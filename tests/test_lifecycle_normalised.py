@@ -188,18 +188,21 @@ def test_a_claim_decided_at_61_is_priced_at_the_factor_of_62():
     assert np.asarray(allowed).tolist() == [False, True, True]
 
 
-def test_a_period_allowing_one_choice_is_read_from_it_alone_to_the_bit(x64):
+@pytest.mark.parametrize("taste_shocks", [False, True])
+def test_a_period_allowing_one_choice_is_read_from_it_alone_to_the_bit(x64, taste_shocks):
     """Before the earliest claim every context allows working only: the simulation reads that
-    choice alone (``only_choice_evaluator``), and its choice, consumption and V equal those of
-    reading every choice (``point_evaluator``) bit for bit, constrained states included."""
+    choice alone (``only_choice_evaluator``), and its choice, consumption, V and probabilities
+    equal those of reading every choice (``point_evaluator``) bit for bit, constrained states
+    included, with taste shocks too (the log-sum of a value and -inf is the value)."""
     import jax
     import jax.numpy as jnp
 
     from project.egm.solution import only_choice_evaluator, point_evaluator
 
     params = model_module.default_params()
-    params.pop("taste_shock_scale")
-    solution = solve(model=model_module.build_model(taste_shocks=False), params=params)
+    if not taste_shocks:
+        params.pop("taste_shock_scale")
+    solution = solve(model=model_module.build_model(taste_shocks=taste_shocks), params=params)
     working = solution.solution("working")
     view = solution.model.regimes["working"]
     wealth = jnp.concatenate([jnp.geomspace(1e-4, 30.0, 400), jnp.asarray([0.0, 1e-9, 45.0])])

@@ -199,8 +199,8 @@ def at_only_choice(
 ) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
     """Return the choice, its consumption and V where ``context`` allows one choice only.
 
-    What ``at_state`` gives there without taste shocks, to the bit (V is the one feasible
-    choice's value, the maximum over the others' -inf), reading one choice instead of all.
+    What ``at_state`` gives there, to the bit (V is the one feasible choice's value: the
+    maximum, or the log-sum, of it and the others' -inf), reading one choice instead of all.
     """
     choice = jnp.argmax(arrays.feasible[context]).astype(jnp.int32)
     consumption, value, _ = _choice_at(

@@ -226,9 +226,9 @@ def point_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Eval
 def only_choice_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Evaluated]:
     """Return ``point_evaluator``'s ``one`` for a period whose every context allows one choice.
 
-    Its ``Evaluated`` equals ``point_evaluator``'s there without taste shocks (the same choice,
-    consumption and V, to the bit), from that choice alone; the other choices' consumption
-    reads 0 and their probability 0.
+    Its ``Evaluated`` equals ``point_evaluator``'s there (the same choice, consumption, V and
+    probabilities, to the bit: with taste shocks the log-sum of one finite value and -inf is
+    that value), from that choice alone; the other choices' consumption reads 0.
     """
     structure = egm_structure(model)
     utility = Utility(model, structure)

@@ -132,7 +132,7 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
         wealth = state_values[structure.state]
         at = evaluators[only](arrays, codes, wealth, params, period, age, limit)
         choice = at.choice
-        if model.taste_shocks:
+        if model.taste_shocks and not only:  # one allowed choice: drawn with probability one
             choice = draw_category(key=key, probabilities=at.probability, stream=choice_stream)
         actions = choice_actions(structure, consumption=at.choice_consumption, choice=choice)
         value = at.value
@@ -152,10 +152,11 @@ def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
             return jax.vmap(partial(one_subject, only=only), in_axes=(0, 0, None, None, None, None))
 
         operands = (states, keys, expected, params, period, age)
-        if structure.n_choices == 1 or model.taste_shocks:
+        if structure.n_choices == 1:
             return subjects(False)(*operands)
         # A period whose every context allows one choice (a claim before the earliest age)
-        # reads that choice alone: the other choices' values decide nothing there.
+        # reads that choice alone: the other choices' values decide nothing there, and with
+        # taste shocks its probability is one (the log-sum is its value, to the bit).
         only = jnp.all(jnp.sum(expected[0].feasible, axis=-1) == 1)
         return jax.lax.cond(only, subjects(True), subjects(False), *operands)
 
