@@ -197,8 +197,7 @@ def point_evaluator(model: Model, *, unroll: bool = False) -> Callable[..., Eval
     utility = Utility(model, structure)
 
     def one(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
-        env = params | {s: codes[i] for i, s in enumerate(structure.discrete)}
-        env |= {"period": period, "age": age}
+        env = _state_env(structure, params=params, codes=codes, period=period, age=age)
         scale = params[TASTE_SHOCK_SCALE] if model.taste_shocks else jnp.zeros((), wealth.dtype)
         state = at_state(
             arrays,
@@ -234,8 +233,7 @@ def only_choice_evaluator(model: Model, *, unroll: bool = False) -> Callable[...
     utility = Utility(model, structure)
 
     def one(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
-        env = params | {s: codes[i] for i, s in enumerate(structure.discrete)}
-        env |= {"period": period, "age": age}
+        env = _state_env(structure, params=params, codes=codes, period=period, age=age)
         choice, consumption, value = at_only_choice(
             arrays,
             structure.context_index(codes),
@@ -256,6 +254,14 @@ def only_choice_evaluator(model: Model, *, unroll: bool = False) -> Callable[...
         )
 
     return one
+
+
+def _state_env(
+    structure: EGMStructure, *, params: Mapping[str, Any], codes: Any, period: Any, age: Any
+) -> dict[str, Any]:
+    """Return what the model's functions read at a state: params, discrete states, period, age."""
+    env = dict(params) | {s: codes[i] for i, s in enumerate(structure.discrete)}
+    return env | {"period": period, "age": age}
 
 
 def _grid_evaluator(model: Model) -> Callable[..., Any]:
