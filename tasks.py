@@ -145,7 +145,8 @@ def task_define_estimation_model(
     produces: Path = ESTIMATION_MODEL,
 ) -> None:
     """Write the status quo's specification before estimation: the estimation's model."""
-    from project.pipeline import variant_specification, write_json_if_changed
+    from project.pipeline import variant_specification
+    from project.up_to_date import write_json_if_changed
 
     specification = variant_specification(VARIANTS[json.loads(variant_json)["name"]])
     write_json_if_changed(content=specification, path=produces)
@@ -167,7 +168,8 @@ def task_estimate(
     produces: Path = ESTIMATION_MARKER,
 ) -> None:
     """Estimate the status quo's preferences from the SCF moments by MSM (once)."""
-    from project.pipeline import estimate_variant_into, read_specification
+    from project.pipeline import estimate_variant_into
+    from project.up_to_date import read_specification
 
     estimate_variant_into(
         specification=read_specification(specification_file),
@@ -207,12 +209,8 @@ for check in ROBUSTNESS:
     ) -> None:
         """Estimate the status quo's preferences again with one assumption changed."""
         from project.estimation.robustness import robustness_settings, robustness_specification
-        from project.pipeline import (
-            calibrated_params,
-            estimate_variant_into,
-            estimated_params,
-            read_specification,
-        )
+        from project.pipeline import calibrated_params, estimate_variant_into, estimated_params
+        from project.up_to_date import read_specification
 
         check, settings = json.loads(check_json), json.loads(settings_json)
         calibrated = calibrated_params(estimation_marker.parent)
@@ -297,12 +295,8 @@ for variant in VARIANTS.values():
         produces: Path = variant_dir / "model.json",
     ) -> None:
         """Write the variant's model specification at the estimates (only when it changed)."""
-        from project.pipeline import (
-            calibrated_params,
-            estimated_params,
-            variant_specification,
-            write_json_if_changed,
-        )
+        from project.pipeline import calibrated_params, estimated_params, variant_specification
+        from project.up_to_date import write_json_if_changed
 
         specification = variant_specification(
             VARIANTS[json.loads(variant_json)["name"]],
@@ -319,7 +313,8 @@ for variant in VARIANTS.values():
         produces: Path = directory_product(variant_dir / "solution" / MARKER_NAME),
     ) -> None:
         """Solve the variant and save V and the policy (skipped when up to date and intact)."""
-        from project.pipeline import read_specification, solve_variant
+        from project.pipeline import solve_variant
+        from project.up_to_date import read_specification
 
         solve_variant(
             specification=read_specification(specification_file),
@@ -342,7 +337,8 @@ for variant in VARIANTS.values():
     ) -> None:
         """Simulate the variant's subjects and save the bundle (and the default table)."""
         from project.persist.atomic import copy_atomically
-        from project.pipeline import read_specification, save_variant_bundle, simulate_variant
+        from project.pipeline import save_variant_bundle, simulate_variant
+        from project.up_to_date import read_specification
 
         specification = read_specification(specification_file)
         result = simulate_variant(
@@ -393,13 +389,9 @@ for variant in VARIANTS.values():
     ) -> None:
         """Plot V and consumption against cash on hand by age and regime, where subjects live."""
         from project.analysis import plot_policy_functions
-        from project.pipeline import (
-            load_panel,
-            load_variant_solution,
-            read_specification,
-            variant_precision,
-        )
+        from project.pipeline import load_panel, load_variant_solution, variant_precision
         from project.provenance import product_provenance
+        from project.up_to_date import read_specification
 
         specification = read_specification(specification_file)
         with variant_precision(specification):
@@ -535,7 +527,7 @@ def task_robustness_welfare(
     """Measure the benefit cut's λ at each robustness check's estimates and assumptions."""
     from project.analysis.robustness_welfare import write_robustness_welfare
     from project.estimation.products import load_estimation
-    from project.pipeline import read_specification
+    from project.up_to_date import read_specification
 
     write_robustness_welfare(
         specifications={v: read_specification(p) for v, p in specification_files.items()},
@@ -624,8 +616,9 @@ def task_parameter_table(
 ) -> None:
     """Tabulate the model parameters, grid sizes and solution method of every variant."""
     from project.analysis.tables import write_parameter_table
-    from project.pipeline import read_specification, solution_method
+    from project.pipeline import solution_method
     from project.provenance import product_provenance
+    from project.up_to_date import read_specification
 
     specifications = {v: read_specification(p) for v, p in specification_files.items()}
     write_parameter_table(
@@ -648,8 +641,8 @@ def task_validate_solution_method(
 ) -> None:
     """Measure the method's accuracy: Euler errors, savings-grid convergence, the IJRS oracle."""
     from project.analysis.validation import write_validation
-    from project.pipeline import read_specification
     from project.provenance import product_provenance
+    from project.up_to_date import read_specification
 
     specification = read_specification(specification_file)
     write_validation(
@@ -673,8 +666,8 @@ def task_welfare(
 ) -> None:
     """Measure the benefit cut's welfare effect as a consumption equivalent, with its s.e."""
     from project.analysis.welfare import write_welfare
-    from project.pipeline import read_specification
     from project.provenance import product_provenance
+    from project.up_to_date import read_specification
 
     specifications = {v: read_specification(p) for v, p in specification_files.items()}
     write_welfare(

@@ -15,7 +15,6 @@ import math
 import numpy as np
 import pytest
 
-from project.config import SimulationSettings
 from project.estimation import EstimationError
 from project.estimation.claiming import (
     calibrate,
@@ -26,6 +25,7 @@ from project.estimation.claiming import (
 )
 from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
+from project.settings import SimulationSettings
 from project.simulation import draw_initial_conditions
 
 

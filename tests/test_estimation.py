@@ -655,7 +655,7 @@ def test_step_standard_errors_of_linear_moments_are_the_sandwichs_at_any_step():
 
 
 def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
-    from project.analysis.estimation import step_sentence
+    from project.analysis.estimation_text import step_sentence
     from project.estimation.products import SavedEstimation
 
     summary = {
@@ -678,7 +678,7 @@ def test_the_step_sentence_prints_the_other_steps_standard_errors_or_none():
 
 
 def test_the_correlation_sentence_prints_the_summary_correlation_and_its_direction():
-    from project.analysis.estimation import correlation_sentence
+    from project.analysis.estimation_text import correlation_sentence
     from project.estimation.products import SavedEstimation
 
     estimates = pd.DataFrame({"param": ["crra", "beta"], "estimate": [0.84, 0.9745]})

@@ -730,7 +730,7 @@ def test_estimates_table_has_a_row_per_param_and_variant(saved_estimates):
 
 def test_the_j_tests_go_to_the_caption(saved_estimates):
     """One sentence per over-identified variant with J, its degrees of freedom and p."""
-    from project.analysis.estimation import j_test_notes
+    from project.analysis.estimation_text import j_test_notes
 
     notes = j_test_notes(saved_estimates)
     for variant, saved in saved_estimates.items():
@@ -741,7 +741,7 @@ def test_the_j_tests_go_to_the_caption(saved_estimates):
 
 
 def test_an_exactly_identified_estimate_has_no_j_test_note(tmp_path):
-    from project.analysis.estimation import j_test_notes
+    from project.analysis.estimation_text import j_test_notes
 
     result = estimate_msm(
         simulate_moments=lambda p: np.array([p["beta"] + p["crra"], p["beta"] - p["crra"]]),
@@ -780,7 +780,7 @@ def test_age_label():
 
 
 def test_estimation_notes_repeat_the_warnings(saved_estimates):
-    from project.analysis.estimation import estimation_notes
+    from project.analysis.estimation_text import estimation_notes
     from project.analysis.notation import with_plain_parameters
 
     notes = estimation_notes(saved_estimates)

@@ -213,3 +213,23 @@ def test_the_solve_layers_point_one_way():
     assert not upward, sorted(upward)
     below_the_solve = set(edges) - {"dispatch", "analysis", "estimation", "calibration"}
     assert not {p for p in below_the_solve if "dispatch" in edges[p]}
+
+
+SOLUTION_CLASSES = {"Solution", "EGMSolution", "RegimeSolution"}
+FORMAT_READER = "persist/solution.py"
+
+
+def test_no_module_asks_which_solution_class_it_holds():
+    """Solutions are read through ``SolutionInterface``; only the format reader builds classes."""
+    import ast
+
+    asked = []
+    for path in sorted((SOURCE_ROOT / "project").rglob("*.py")):
+        name = str(path.relative_to(SOURCE_ROOT / "project"))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance"):
+                continue
+            kinds = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+            if kinds & SOLUTION_CLASSES and name != FORMAT_READER:
+                asked.append(f"{name}:{node.lineno}")
+    assert not asked, asked

@@ -12,6 +12,7 @@ import pytest
 from project.dispatch import solve
 from project.errors import ParamsError
 from project.models import lifecycle_normalised as model_module
+from project.models import normalised_units
 
 AGES = np.arange(model_module.FIRST_AGE, model_module.LAST_AGE + 1)
 
@@ -81,7 +82,7 @@ def panel(solved):
     """A small simulated panel of the solved model with its income units, and its seed."""
     import jax
 
-    from project.config import SimulationSettings
+    from project.settings import SimulationSettings
     from project.simulation import draw_initial_conditions, simulate
 
     params, solution = solved
@@ -98,7 +99,7 @@ def panel(solved):
             params=params, initial_conditions=initial, solution=solution, seed=7
         ).to_dataframe()
         units = {
-            seed: model_module.income_units(panel=frame, model=model, params=params, seed=seed)
+            seed: normalised_units.income_units(panel=frame, model=model, params=params, seed=seed)
             for seed in (7, 8)
         }
         yield params, frame, units
@@ -156,7 +157,7 @@ def test_income_units_need_the_panel_in_its_own_order(panel):
     params, frame, _ = panel
     shuffled = frame.sample(frac=1.0, random_state=0)
     with pytest.raises(ParamsError, match="sorted by subject_id, then period"):
-        model_module.income_units(panel=shuffled, model=None, params=params, seed=7)
+        normalised_units.income_units(panel=shuffled, model=None, params=params, seed=7)
 
 
 @pytest.mark.parametrize("calibration", ["notes2026", "hark2019"])

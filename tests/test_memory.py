@@ -26,14 +26,9 @@ from project.model.params import pack_params, params_on_host
 from project.models import ijrs, lifecycle, precautionary
 from project.simulation import simulate
 from project.solver import grid_points_of
-from project.solver.budget import (
-    MEMORY_FRACTION,
-    fit_solve,
-    free_memory,
-    memory_limit_of,
-    splayed_model,
-)
+from project.solver.budget import fit_solve, splayed_model
 from project.solver.memory import predict_solve_memory
+from project.solver.memory_limit import MEMORY_FRACTION, free_memory, memory_limit_of
 from project.solver.plan import general_plan, plan_for
 from project.solver.program import _build as program_builder
 from project.solver.program import solve_program

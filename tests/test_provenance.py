@@ -7,7 +7,6 @@ import pyarrow.feather
 import pytest
 
 from project.data import prepare_data
-from project.pipeline import write_json_if_changed
 from project.provenance import (
     PROVENANCE_KEY,
     config_digest,
@@ -17,6 +16,7 @@ from project.provenance import (
     without_provenance,
     write_arrow,
 )
+from project.up_to_date import write_json_if_changed
 
 KEYS = {"commit", "dirty", "build_date", "config_digest", "seed", "python", "versions"}
 

@@ -126,6 +126,30 @@ def test_regime_solution_evaluates_each_regime_and_terminal_values(restated):
         regimes.value(period=0, regime="retird", states=states)
 
 
+def test_every_solution_reads_through_one_interface(restated):
+    """Both solutions satisfy ``SolutionInterface``; ``regimes`` tells them apart, not the class."""
+    from project.model.solution import SolutionInterface
+
+    single, regimes = restated
+    assert isinstance(single, SolutionInterface)
+    assert isinstance(regimes, SolutionInterface)
+    assert not single.regimes
+    assert set(regimes.regimes) == {"working", "retired"}
+    assert regimes.regimes["retired"] is regimes.solution("retired")
+    states = {"pref_type": ["work_loving", "leisure_loving"], "wealth": [3.0, 7.5]}
+    np.testing.assert_array_equal(
+        regimes.value(period=2, regime="retired", states=states),
+        regimes.regimes["retired"].value(period=2, states=states),
+    )
+    with pytest.raises(ModelSpecificationError, match=r"names one \(regime=\.\.\.\)"):
+        regimes.value(period=2, states=states)
+    single_states = states | {"income": [0, 1], "lagged_retirement": [0, 0]}
+    single_states = {s: single_states[s] for s in single.model.state_names}
+    for read in (single.value, single.policy, single.choice_probabilities):
+        with pytest.raises(ModelSpecificationError, match=r"has no regimes.*Leave regime out"):
+            read(period=2, states=single_states, regime="working")
+
+
 # ---------------------------------------------------------------------------------------------
 # Bad statements and transitions
 # ---------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from latex_documents import compile_tables, latex_ready
 
 from project.analysis.notation import parameter_label, variant_name
 from project.analysis.panel_statistics import weighted_median
-from project.analysis.table_output import Symbol, to_typst, typst_escape, write_table
+from project.analysis.table_cells import Symbol, typst_escape
+from project.analysis.table_output import to_typst, write_table
 from project.analysis.tables import (
     claiming_table,
     parameter_table,

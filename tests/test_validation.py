@@ -17,9 +17,8 @@ from project.analysis.accuracy import (
     panel_states,
 )
 from project.analysis.euler import euler_errors, euler_summary, implied_consumption
+from project.analysis.notation import scientific, significant
 from project.analysis.validation import (
-    scientific,
-    significant,
     validation_numbers,
     validation_sentence,
     validation_table,

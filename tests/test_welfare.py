@@ -11,27 +11,29 @@ import pytest
 from project.analysis.robustness import read_welfare
 from project.analysis.robustness_welfare import write_robustness_welfare
 from project.analysis.welfare import (
+    delta_method,
+    fixed_cost_covariance,
+    measured_at,
+    welfare_effect,
+    welfare_uncertainty,
+    write_welfare,
+)
+from project.analysis.welfare_measure import (
     NON_CONSUMPTION_PARAMS,
     WelfareError,
     consumption_equivalent,
     consumption_utility,
-    delta_method,
-    fixed_cost_covariance,
     initial_states,
     initial_values,
     mean_and_error,
-    measured_at,
     scaled_params,
     simulated_consumption_utility,
-    welfare_effect,
-    welfare_uncertainty,
-    write_welfare,
 )
 from project.analysis.welfare_table import welfare_table, write_welfare_table
 from project.analysis.welfare_text import monte_carlo_sentence, welfare_numbers, welfare_sentence
 from project.dispatch import solve
 from project.estimation.products import SavedEstimation
-from project.models import lifecycle_normalised
+from project.models import lifecycle_normalised, normalised_units
 from project.models.lifecycle_regimes import bequest_value
 from project.persist.manifest import write_marker
 from project.pipeline import build_variant_model, save_variant_bundle, solve_and_save
@@ -76,7 +78,7 @@ def simulated(model, params):
     )
     result = simulate(params=params, initial_conditions=initial, solution=solution, seed=SEED)
     panel = result.to_dataframe()
-    panel["income_unit"] = lifecycle_normalised.income_units(
+    panel["income_unit"] = normalised_units.income_units(
         panel=panel, model=model, params=params, seed=SEED
     )
     return solution, result, panel

@@ -13,7 +13,7 @@ import hashlib
 import inspect
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict
 from pathlib import Path
@@ -22,12 +22,12 @@ from typing import Any
 import jax
 import pandas as pd
 
-from project.config import DATA, SimulationSettings, Variant
+from project.config import DATA
 from project.dispatch import solve
 from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.estimation.calibrated import calibrated_value, estimate_calibrated
 from project.estimation.products import load_estimation, save_estimation
-from project.estimation.program import RATIO_TARGET, defines_ratio
+from project.estimation.ratios import RATIO_TARGET, defines_ratio
 from project.estimation.variant import estimate_variant
 from project.launch import check_processes, solve_in_processes
 from project.model.spec import Model
@@ -37,23 +37,22 @@ from project.models import (
     default_params_of,
     panel_columns_of,
 )
-from project.persist.atomic import MARKER_NAME, write_bytes_atomically
 from project.persist.bundle import load_table, save_bundle
 from project.persist.manifest import verify_directory
 from project.persist.solution import (
     KIND,
     REBUILD_HINT,
     load_solution,
-    package_versions,
     read_metadata,
     read_provenance,
     save_solution,
 )
 from project.points import precision
-from project.provenance import PROVENANCE_KEY, product_provenance, without_provenance
+from project.settings import SimulationSettings, Variant
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
 from project.solver import Solution
 from project.taste_shocks import TASTE_SHOCK_SCALE
+from project.up_to_date import fingerprint, intact_fingerprint
 
 logger = logging.getLogger("project.pipeline")
 
@@ -157,44 +156,6 @@ def simulation_specification(variant: Variant) -> dict[str, Any]:
     return asdict(variant.simulation)
 
 
-def write_json_if_changed(
-    *, content: dict[str, Any], path: Path, provenance: Mapping[str, str] | None = None
-) -> bool:
-    """Write ``content`` and its provenance as sorted JSON unless unchanged; return if written.
-
-    The ``"provenance"`` entry (``provenance``, default ``product_provenance`` of ``content``)
-    is left out of the comparison, so a new commit alone rewrites nothing (and reruns nothing
-    downstream); a file without one (an older build) is rewritten once.
-    """
-    path = Path(path)
-    bare = without_provenance(content)
-    try:
-        recorded = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        recorded = None
-    if (
-        isinstance(recorded, dict)
-        and isinstance(recorded.get(PROVENANCE_KEY), dict)
-        and json.dumps(without_provenance(recorded), sort_keys=True)
-        == json.dumps(bare, sort_keys=True)
-    ):
-        return False
-    if provenance is None:
-        provenance = product_provenance(config=bare)
-    text = json.dumps({**bare, PROVENANCE_KEY: dict(provenance)}, indent=2, sort_keys=True)
-    write_bytes_atomically(path, (text + "\n").encode())
-    return True
-
-
-def read_specification(path: Path) -> dict[str, Any]:
-    """Return the variant specification in ``path`` (a ``model.json``) without its provenance.
-
-    What a task computes from a specification (fingerprints, config digests, models) depends on
-    the model, never on the commit that happened to write the file.
-    """
-    return without_provenance(json.loads(Path(path).read_text()))
-
-
 def build_variant_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
     """Return the shipped model ``model`` built with ``sizes`` (one object per process).
 
@@ -228,15 +189,6 @@ def _build_model(*, model: str, sizes: dict[str, int | bool]) -> Model:
         msg = f"Unknown sizes {unknown} for model {model!r}; its build_model takes {known}."
         raise ConfigurationError(msg)
     return builder(**sizes)
-
-
-def fingerprint(*, specification: dict[str, Any], sources: Sequence[Path]) -> str:
-    """Return a SHA-256 of the specification, the sources' bytes and package versions."""
-    digest = hashlib.sha256(json.dumps(specification, sort_keys=True).encode())
-    for source in sorted(Path(s) for s in sources):
-        digest.update(source.name.encode() + Path(source).read_bytes())
-    digest.update(json.dumps(package_versions(), sort_keys=True).encode())
-    return digest.hexdigest()
 
 
 def solve_variant(
@@ -291,25 +243,8 @@ def solve_and_save(*, specification: dict[str, Any], directory: Path, fingerprin
 
 def _solved(directory: Path, *, fingerprint: str) -> bool:
     """Say whether ``directory`` holds an intact solution with ``fingerprint``."""
-    found = _intact_fingerprint(Path(directory), read=_solution_fingerprint, again="Solving")
+    found = intact_fingerprint(Path(directory), read=_solution_fingerprint, again="Solving")
     return found == fingerprint
-
-
-def _intact_fingerprint(
-    directory: Path, *, read: Callable[[Path], str | None], again: str
-) -> str | None:
-    """Return the fingerprint ``read`` finds in the verified product (None: absent, damaged).
-
-    ``read`` verifies the product and raises ``CheckpointError`` when it is damaged, which is
-    logged ("<again> again: ...") so that the caller builds it again.
-    """
-    if not (directory / MARKER_NAME).exists():  # never built (pytask made the empty folder)
-        return None
-    try:
-        return read(directory)
-    except CheckpointError as error:
-        logger.warning("%s again: %s", again, error)
-        return None
 
 
 def _solution_fingerprint(directory: Path) -> str | None:
@@ -434,7 +369,7 @@ def estimate_variant_into(
         "moments": hashlib.sha256(Path(moments_file).read_bytes()).hexdigest(),
     }
     expected = fingerprint(specification=inputs, sources=sources)
-    found = _intact_fingerprint(Path(directory), read=_estimation_fingerprint, again="Estimating")
+    found = intact_fingerprint(Path(directory), read=_estimation_fingerprint, again="Estimating")
     if found == expected:
         logger.info("Estimate of %r is up to date; not estimating again.", specification["name"])
         return False

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from project.errors import GridInitializationError
-from project.grids import IrregSpacedGrid, is_real
+from project.grid_checks import is_real
+from project.grids import IrregSpacedGrid
 from project.points import float_dtype
 
 __all__ = ["default_savings_grid", "exponential_grid", "log1p_grid", "power_grid"]

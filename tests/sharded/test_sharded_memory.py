@@ -9,8 +9,9 @@ from project.devices import replicate, state_mesh
 from project.model.params import pack_params, params_on_host
 from project.models import lifecycle
 from project.solver import grid_points_of
-from project.solver.budget import fit_solve, free_memory
+from project.solver.budget import fit_solve
 from project.solver.memory import predict_solve_memory
+from project.solver.memory_limit import free_memory
 from project.solver.plan import plan_for
 from project.solver.program import solve_program
 

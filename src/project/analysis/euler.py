@@ -27,23 +27,18 @@ row's savings, next period's consumption jumps and the equation does not hold in
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from project.analysis.euler_kernels import euler_kernels, terminal_slope
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import InvalidStatesError, ModelSpecificationError
-from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.regimes.solution import RegimeSolution
-from project.regimes.spec import REGIME_TRANSITION
 from project.shocks import shock_tables
-from project.solver.sweep import compose
 
 BLOCK = 1 << 14
 """States per evaluation call: padded to whole blocks, so each solution compiles once."""
@@ -53,10 +48,6 @@ BINDING_TOLERANCE = 1e-10
 """Savings at most this (times max(1, m)) above the limit: the limit binds (c = m)."""
 LOG_FLOOR = 1e-16
 """Errors below this count as this in log10 (float64 rounding)."""
-_KERNELS: weakref.WeakKeyDictionary[Any, dict[str, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-_TERMINAL: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
 
 class Implied(NamedTuple):
@@ -128,7 +119,7 @@ def implied_consumption(
     at = {"period": jnp.int32(period), "age": jnp.asarray(float(view.ages[period]))}
     following, slope, scale, probabilities = (
         np.asarray(x, dtype=np.float64)
-        for x in _kernels(view)["laws"](params, at, claim, wealth, consumption, values)
+        for x in euler_kernels(view)["laws"](params, at, claim, wealth, consumption, values)
     )
     # The savings-grid step around each row's savings, cut at the borrowing limit below.
     savings = wealth - consumption
@@ -141,7 +132,7 @@ def implied_consumption(
         if not (probability > 0).any():
             continue
         if target in solution.model.terminal:
-            slope_next = np.asarray(_terminal_slope(solution, regime=target, wealth=following))
+            slope_next = np.asarray(terminal_slope(solution, regime=target, wealth=following))
         else:
             slope_next, switches = _alive_slope(
                 solution,
@@ -154,7 +145,7 @@ def implied_consumption(
         marginal += np.where(probability > 0, probability * slope_next, 0.0)
     weight = np.asarray(weights, dtype=np.float64)[None, :]
     rhs = float(solution.params["beta"]) * (weight * scale * slope * marginal).sum(axis=1)
-    implied = _kernels(view)["inverse"](params, claim, rhs)
+    implied = euler_kernels(view)["inverse"](params, claim, rhs)
     return Implied(consumption=np.asarray(implied, dtype=np.float64)[:n], near_switch=near[:n])
 
 
@@ -295,76 +286,6 @@ def _savings_step(grid: np.ndarray, *, savings: np.ndarray) -> np.ndarray:
     return grid[upper] - grid[upper - 1]
 
 
-def _kernels(view: Any) -> dict[str, Callable[..., Any]]:
-    """Return the view's jitted laws of motion, marginal utility and its inverse (cached)."""
-    if view in _KERNELS:
-        return _KERNELS[view]
-    structure = egm_structure(view)
-    targets = ["next_wealth", REGIME_TRANSITION]
-    if has_continuation_scale(view):
-        targets.append(CONTINUATION_SCALE)
-    laws = compose(view, targets)
-    utility = compose(view, ["utility"])
-    inverse = compose(view, ["inverse_marginal_utility"])
-
-    def laws_at(params, at, claim, wealth, consumption, shocks):  # noqa: ANN001, ANN202
-        env = params | at | {k: v[None, :] for k, v in shocks.items()}
-        env |= {"claim": claim[:, None], "wealth": wealth[:, None]}
-        shape = (wealth.shape[0], max([1, *(v.shape[0] for v in shocks.values())]))
-        c = jnp.broadcast_to(consumption[:, None], shape)
-        out, tangent = jax.jvp(lambda x: laws(env | {"consumption": x}), (c,), (jnp.ones_like(c),))
-        transition = out[REGIME_TRANSITION]
-        probabilities = jnp.stack(
-            [jnp.broadcast_to(transition.get(r, 0.0), shape) for r in view.regime_names]
-        )
-        scale = jnp.broadcast_to(out.get(CONTINUATION_SCALE, 1.0), shape)
-        return out["next_wealth"], -tangent["next_wealth"], scale, probabilities
-
-    def marginal_at(params, at, codes, consumption):  # noqa: ANN001, ANN202
-        env = params | at | {a: codes[:, i] for i, a in enumerate(structure.discrete_actions)}
-
-        def level(x: jnp.ndarray) -> jnp.ndarray:
-            return utility(env | {structure.action: x})["utility"]
-
-        return jax.jvp(level, (consumption,), (jnp.ones_like(consumption),))[1]
-
-    def inverse_at(params, claim, marginal):  # noqa: ANN001, ANN202
-        env = params | {"claim": claim, "marginal_utility": marginal}
-        return inverse(env)["inverse_marginal_utility"]
-
-    _KERNELS[view] = {
-        "laws": jax.jit(laws_at),
-        "marginal": jax.jit(marginal_at),
-        "inverse": jax.jit(inverse_at),
-    }
-    return _KERNELS[view]
-
-
-def _terminal_slope(solution: RegimeSolution, *, regime: str, wealth: np.ndarray) -> np.ndarray:
-    """Return the slope in wealth of a terminal regime's value (the bequest's)."""
-    spec = solution.model.terminal[regime]
-    if spec.value is None:
-        return np.zeros_like(wealth)
-    params = {k: jnp.asarray(v) for k, v in solution.params.items()}
-    return np.asarray(_terminal_kernel(spec.value, tuple(spec.arguments))(params, wealth))
-
-
-def _terminal_kernel(value: Callable[..., Any], arguments: tuple[str, ...]) -> Callable[..., Any]:
-    """Return the jitted slope of a terminal value in wealth (cached per function)."""
-    key = (value, arguments)
-    if key not in _TERMINAL:
-
-        def slope(params, wealth):  # noqa: ANN001, ANN202
-            def level(w: jnp.ndarray) -> jnp.ndarray:
-                env = params | {"wealth": w}
-                return value(**{a: env[a] for a in arguments})
-
-            return jax.jvp(level, (wealth,), (jnp.ones_like(wealth),))[1]
-
-        _TERMINAL[key] = jax.jit(slope)
-    return _TERMINAL[key]
-
-
 def _alive_slope(
     solution: RegimeSolution,
     *,
@@ -394,7 +315,7 @@ def _alive_slope(
         "age": jnp.asarray(float(regime_solution.model.ages[period])),
     }
     codes = jnp.asarray(np.asarray(structure.choices)[choice[0].ravel()])
-    marginal = _kernels(regime_solution.model)["marginal"](
+    marginal = euler_kernels(regime_solution.model)["marginal"](
         params, at, codes, jnp.asarray(chosen[: wealth.size])
     )
     return np.asarray(marginal, dtype=np.float64).reshape(wealth.shape), switches

@@ -26,7 +26,7 @@ from project.analysis.notation import (
     plain_parameter,
     variant_name,
 )
-from project.analysis.table_output import Symbol, latex_escape, typst_escape
+from project.analysis.table_cells import Symbol, latex_escape, typst_escape
 from project.estimation.products import SavedEstimation
 
 IDENTIFICATION_COLUMNS = ("Variant", "Ages", "Parameter", "Slope", "Sensitivity")

@@ -8,13 +8,16 @@ display name (``benefit_cut``: "Benefit cut"), a method its name (``dcegm``: "DC
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral
 
+import numpy as np
+
 from project import style
-from project.analysis.table_output import MINUS, Symbol, latex_escape, typst_escape
+from project.analysis.table_cells import MINUS, Symbol, latex_escape, typst_escape
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,10 @@ def age_label(moment: str) -> str:
     """Return "51-55" for the moment ``log_wealth_income_51_55``."""
     match = _AGES.search(moment)
     return f"{match.group(1)}-{match.group(2)}" if match else moment
+
+
+VARIANT_NAMES = {"baseline": "the baseline", "benefit_cut": "the benefit cut"}
+"""The variants as a sentence names them (other variants go by their own name)."""
 
 
 def variant_name(name: str) -> str:
@@ -173,3 +180,40 @@ def symbol(name: str) -> str:
     """Return a param's symbol in running text ("γ" for ``crra``); its name when it has none."""
     notation = PARAMETERS.get(name)
     return notation.text if notation is not None and notation.text else name
+
+
+def log10(value: float) -> str:
+    """Return a log10 error as printed: two decimals, true minus sign."""
+    return number(value, decimals=2)
+
+
+def significant(value: float, *, digits: int = 3) -> str:
+    """Return a positive ``value`` with ``digits`` significant digits, without exponent."""
+    if value <= 0 or not math.isfinite(value):
+        return number(value, decimals=digits - 1)
+    decimals = max(0, digits - 1 - math.floor(math.log10(value)))
+    return number(value, decimals=decimals)
+
+
+def scientific(value: float, *, digits: int = 1) -> Symbol:
+    """Return ``value`` as "a.b x 10^e" in each format's markup (true minus signs)."""
+    if value == 0 or not np.isfinite(value):
+        text = f"{value:g}"
+        return Symbol(text=text, latex=text, typst=text)
+    mantissa, exponent = f"{value:.{digits}e}".split("e")
+    power = int(exponent)
+    return Symbol(
+        text=f"{mantissa.replace('-', MINUS)} \u00d7 10{_superscript(power)}",
+        latex=rf"${mantissa} \times 10^{{{power}}}$",
+        typst=f"${mantissa} times 10^({power})$",
+    )
+
+
+SUPERSCRIPTS = str.maketrans(
+    "0123456789", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
+)
+
+
+def _superscript(power: int) -> str:
+    """Return ``power`` in Unicode superscripts ("\u207b\u00b2" for -2)."""
+    return ("\u207b" if power < 0 else "") + str(abs(power)).translate(SUPERSCRIPTS)

@@ -64,7 +64,7 @@ def plot_policy_functions(
     shown; without, the wealth grid. Where the regime has a discrete choice (the claim), the
     consumption of the chosen option is drawn without joining it across a switch.
     """
-    if not isinstance(solution, RegimeSolution):
+    if not solution.regimes:
         msg = (
             f"plot_policy_functions needs the RegimeSolution of lifecycle_normalised, got "
             f"{type(solution).__name__}; load it with project.pipeline.load_variant_solution."

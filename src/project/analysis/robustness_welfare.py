@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from project.analysis.welfare import initial_states, measured_at
+from project.analysis.welfare import measured_at
+from project.analysis.welfare_measure import initial_states
 from project.estimation.calibrated import calibrated_value
 from project.estimation.products import SavedEstimation
 from project.estimation.robustness import robustness_specification

@@ -32,7 +32,8 @@ from project.analysis.panel_statistics import (
     share_claiming_at,
     weighted_median,
 )
-from project.analysis.table_output import Cell, format_rows, write_table_files
+from project.analysis.table_cells import Cell, format_rows
+from project.analysis.table_output import write_table_files
 from project.models import buffer_stock, lifecycle_normalised
 from project.style import method_name
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -34,8 +33,9 @@ import pandas as pd
 
 from project.analysis.accuracy import compare_at_states, ijrs_oracle_check, panel_states
 from project.analysis.euler import euler_errors, euler_summary
-from project.analysis.notation import number, percent
-from project.analysis.table_output import MINUS, Symbol, concatenated, write_table_files
+from project.analysis.notation import log10, percent, scientific, significant
+from project.analysis.table_cells import concatenated
+from project.analysis.table_output import write_table_files
 from project.dispatch import solve
 from project.persist.atomic import write_bytes_atomically
 from project.persist.bundle import load_table
@@ -354,19 +354,6 @@ def robustness_sentence(results: Mapping[str, Any]) -> str:
     )
 
 
-def log10(value: float) -> str:
-    """Return a log10 error as printed: two decimals, true minus sign."""
-    return number(value, decimals=2)
-
-
-def significant(value: float, *, digits: int = 3) -> str:
-    """Return a positive ``value`` with ``digits`` significant digits, without exponent."""
-    if value <= 0 or not math.isfinite(value):
-        return number(value, decimals=digits - 1)
-    decimals = max(0, digits - 1 - math.floor(math.log10(value)))
-    return number(value, decimals=decimals)
-
-
 def where(at: Mapping[str, Any]) -> str:
     """Return where a maximum is: "age 28, working, wealth 0.00915" (normalised)."""
     parts = _where_numbers(at)
@@ -381,27 +368,3 @@ def _where_numbers(at: Mapping[str, Any]) -> dict[str, str]:
         "regime": regime,
         "wealth": significant(float(at["wealth"])),
     }
-
-
-def scientific(value: float, *, digits: int = 1) -> Symbol:
-    """Return ``value`` as "a.b x 10^e" in each format's markup (true minus signs)."""
-    if value == 0 or not np.isfinite(value):
-        text = f"{value:g}"
-        return Symbol(text=text, latex=text, typst=text)
-    mantissa, exponent = f"{value:.{digits}e}".split("e")
-    power = int(exponent)
-    return Symbol(
-        text=f"{mantissa.replace('-', MINUS)} \u00d7 10{_superscript(power)}",
-        latex=rf"${mantissa} \times 10^{{{power}}}$",
-        typst=f"${mantissa} times 10^({power})$",
-    )
-
-
-SUPERSCRIPTS = str.maketrans(
-    "0123456789", "\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079"
-)
-
-
-def _superscript(power: int) -> str:
-    """Return ``power`` in Unicode superscripts ("\u207b\u00b2" for -2)."""
-    return ("\u207b" if power < 0 else "") + str(abs(power)).translate(SUPERSCRIPTS)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from project.analysis.notation import PARAMETERS, SMALLEST_SE, joined, number, percent, symbol
-from project.analysis.table_output import MINUS
+from project.analysis.table_cells import MINUS
 from project.estimation.inference import CONFIDENCE, CRITICAL
 
 SMALLEST_PRINTED = 0.0005

@@ -15,15 +15,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
 from project.errors import InvalidStatesError, ModelSpecificationError
-from project.model.spec import DISCOUNT_FACTOR
+from project.model.names import DISCOUNT_FACTOR
 from project.points import float_dtype
 from project.shocks import shock_tables
-from project.solver.evaluate import evaluate_grid_solution
 from project.solver.states import validate_states
 
 
@@ -99,6 +97,4 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
 
 def _consumption(solution: Any, *, period: int, states: Mapping[str, np.ndarray]) -> np.ndarray:
     action = egm_structure(solution.model).action
-    if isinstance(solution, EGMSolution):
-        return np.asarray(solution.evaluate_flat(period=period, states=states)[0])
-    return evaluate_grid_solution(solution, period=period, states=states)[1][action]
+    return np.asarray(solution.policy_flat(period=period, states=states)[action])

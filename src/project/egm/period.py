@@ -42,7 +42,8 @@ from project.egm.kinks import Kinks, kinks_found, mapped_savings, with_kinks
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
-from project.model.spec import DISCOUNT_FACTOR, Model
+from project.model.names import DISCOUNT_FACTOR
+from project.model.spec import Model
 from project.shocks import shock_tables
 from project.solver.sweep import compose
 from project.taste_shocks import TASTE_SHOCK_SCALE

@@ -6,7 +6,6 @@ policy (the most likely discrete choice and consumption given it) and the choice
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -19,6 +18,8 @@ import numpy as np
 from project.egm.choices import EGMArrays, at_only_choice, at_state
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.utility import Utility
+from project.model.internal import Fact
+from project.model.solution import NO_REGIMES, refuse_regime
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.choice import first_argmax
@@ -26,9 +27,6 @@ from project.solver.grid_cache import grid_points_of
 from project.solver.solution import split_periods
 from project.solver.states import validate_states
 from project.taste_shocks import TASTE_SHOCK_SCALE
-
-_EVALUATORS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
-_GRID_EVALUATORS: weakref.WeakKeyDictionary[Model, Callable[..., Any]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -57,6 +55,11 @@ class EGMSolution:
     def kernels(self) -> tuple[str, ...]:
         """Return the method of every period (for metadata shared with grid solutions)."""
         return (self.method,) * self.model.n_periods
+
+    @property
+    def regimes(self) -> Mapping[str, Any]:
+        """Return no regimes: a model without regimes (``SolutionInterface``)."""
+        return NO_REGIMES
 
     def period_arrays(self, period: int | jax.Array) -> EGMArrays:
         """Return one period's arrays with the contexts flattened: (context, choice, ...)."""
@@ -95,33 +98,47 @@ class EGMSolution:
         """Return the roles of the model's names."""
         return egm_structure(self.model)
 
-    def value(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+    def value(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> np.ndarray:
         """Return V of ``period`` at ``states`` (arrays broadcast together)."""
+        refuse_regime(model_name=self.model.name, regime=regime)
         return self._evaluate(period=period, states=states)[1]
 
-    def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def policy(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> dict[str, np.ndarray]:
         """Return the policy of ``period`` at ``states``, interpolated.
 
         With discrete actions: the most likely choice (the best at taste-shock scale 0) and
         consumption given that choice.
         """
+        refuse_regime(model_name=self.model.name, regime=regime)
         flat, shape = validate_states(
             model=self.model, states=states, period=period, method=self.method
         )
-        at = self.evaluate_flat(period=period, states=flat)
+        policy = self.policy_flat(period=period, states=flat)
+        return {a: v.reshape(shape) for a, v in policy.items()}
+
+    def policy_flat(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Return the policy at flat ``states`` as ``validate_states`` gives them, unchecked."""
+        at = self.evaluate_flat(period=period, states=states)
         structure = self.structure
         chosen = np.asarray(at.choice)
-        policy = {structure.action: np.asarray(at.consumption).reshape(shape)}
+        policy = {structure.action: np.asarray(at.consumption)}
         for i, action in enumerate(structure.discrete_actions):
-            policy[action] = structure.choices[chosen, i].reshape(shape)
+            policy[action] = structure.choices[chosen, i]
         return policy
 
-    def choice_probabilities(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+    def choice_probabilities(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> np.ndarray:
         """Return the probability of each discrete choice at ``states``: shape (*states, choice).
 
         Choices are the combinations of the discrete actions' codes in C order (the rows of
         ``structure.choices``); at taste-shock scale 0 the best choice has probability one.
         """
+        refuse_regime(model_name=self.model.name, regime=regime)
         flat, shape = validate_states(
             model=self.model, states=states, period=period, method=self.method
         )
@@ -171,9 +188,7 @@ def period_slice(
 
 
 def _evaluator(model: Model) -> Callable[..., Any]:
-    if model not in _EVALUATORS:
-        _EVALUATORS[model] = _build(model)
-    return _EVALUATORS[model]
+    return EVALUATOR.of(model)
 
 
 class Evaluated(NamedTuple):
@@ -266,20 +281,22 @@ def _state_env(
 
 def _grid_evaluator(model: Model) -> Callable[..., Any]:
     """Return the jitted V at flat states for every period at once (``grid_values``)."""
-    if model not in _GRID_EVALUATORS:
-        one = point_evaluator(model)
+    return GRID_EVALUATOR.of(model)
 
-        def period_values(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
-            per_state = jax.vmap(one, in_axes=(None, 0, 0, None, None, None, None))
-            return per_state(arrays, codes, wealth, params, period, age, limit).value
 
-        def values(arrays, codes, wealth, params, ages, limit):  # noqa: ANN001, ANN202
-            periods = jnp.arange(ages.shape[0], dtype=jnp.int32)
-            per_period = jax.vmap(period_values, in_axes=(0, None, None, None, 0, 0, None))
-            return per_period(arrays, codes, wealth, params, periods, ages, limit)
+def _build_grid_evaluator(model: Model) -> Callable[..., Any]:
+    one = point_evaluator(model)
 
-        _GRID_EVALUATORS[model] = jax.jit(values)
-    return _GRID_EVALUATORS[model]
+    def period_values(arrays, codes, wealth, params, period, age, limit):  # noqa: ANN001, ANN202
+        per_state = jax.vmap(one, in_axes=(None, 0, 0, None, None, None, None))
+        return per_state(arrays, codes, wealth, params, period, age, limit).value
+
+    def values(arrays, codes, wealth, params, ages, limit):  # noqa: ANN001, ANN202
+        periods = jnp.arange(ages.shape[0], dtype=jnp.int32)
+        per_period = jax.vmap(period_values, in_axes=(0, None, None, None, 0, 0, None))
+        return per_period(arrays, codes, wealth, params, periods, ages, limit)
+
+    return jax.jit(values)
 
 
 def _build(model: Model) -> Callable[..., Any]:
@@ -291,3 +308,9 @@ def _build(model: Model) -> Callable[..., Any]:
         )
 
     return jax.jit(evaluate)
+
+
+EVALUATOR: Fact[Callable[..., Any]] = Fact("EGM evaluator at flat states", build=_build)
+GRID_EVALUATOR: Fact[Callable[..., Any]] = Fact(
+    "EGM evaluator of every period", build=_build_grid_evaluator
+)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -24,8 +23,10 @@ from project.egm.program import REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import InvalidValueFunctionError, ModelSpecificationError
+from project.model.internal import Fact, table
+from project.model.names import INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY
 from project.model.params import n_packed_params, pack_params, params_on_host
-from project.model.spec import INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY, Model
+from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level, check_on_invalid, nan_locations
@@ -36,15 +37,10 @@ from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
 
-_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[Any, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-_WINDOWS: weakref.WeakKeyDictionary[Model, int] = weakref.WeakKeyDictionary()
-_CHECKED: weakref.WeakKeyDictionary[Model, OrderedDict[str, None]] = weakref.WeakKeyDictionary()
-_FEASIBILITY: weakref.WeakKeyDictionary[Model, Callable[..., jax.Array]] = (
-    weakref.WeakKeyDictionary()
-)
-_SAVINGS: weakref.WeakKeyDictionary[Model, dict[str, jax.Array]] = weakref.WeakKeyDictionary()
+PROGRAMS = table("EGM programs by window and dtype")
+WINDOW_LEARNED: Fact[int] = Fact("upper envelope's window", build=lambda _model: WINDOW)
+CHECKED = Fact("params whose borrowing limit was checked", build=lambda _model: OrderedDict())
+SAVINGS = table("post-decision grid by dtype")
 
 TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
 
@@ -72,14 +68,14 @@ def solve_egm(
     savings = _savings(model)
     key = fingerprint(flat)
     checks = log_level != "off"
-    checked = _CHECKED.setdefault(model, OrderedDict())
+    checked = CHECKED.of(model)
     if checks and key not in checked:
         check_borrowing_limit(model, params=host_params, savings=np.asarray(savings))
         checked[key] = None
         while len(checked) > MAX_CACHED_PARAMS:
             checked.popitem(last=False)
     started = time.perf_counter()
-    window = _WINDOWS.get(model, WINDOW)
+    window = WINDOW_LEARNED.of(model)
     fits = {"memory_limit": memory_limit, "log_level": log_level}
     # The compiled call moves the host params itself (faster than a separate device_put).
     arrays, report = _program(model, window=window, **fits)(flat, savings)
@@ -87,7 +83,7 @@ def solve_egm(
     runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
     if structure.discrete_actions and table[:, REPORT_COLUMNS.index("non_monotone")].any():
         window = max(runs, 2 * window)
-        _WINDOWS[model] = window
+        WINDOW_LEARNED.put(model, window)
         logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, window)
         arrays, report = _program(model, window=window, **fits)(flat, savings)
         table = np.asarray(report)
@@ -116,7 +112,7 @@ def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) ->
     flat = jax.ShapeDtypeStruct((n_packed_params(model),), float_dtype())
     savings = jax.ShapeDtypeStruct((model.post_decision_grid.n_points,), float_dtype())
     return compiled_within(
-        _PROGRAMS.setdefault(model, {}),
+        PROGRAMS.of(model),
         (window, str(float_dtype())),
         lower=lambda: build_program(model, window=window).lower(flat, savings),
         memory_limit=memory_limit,
@@ -126,7 +122,7 @@ def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) ->
 
 
 def _savings(model: Model) -> jax.Array:
-    per_model = _SAVINGS.setdefault(model, {})
+    per_model = SAVINGS.of(model)
     key = str(float_dtype())
     if key not in per_model:
         grid = model.post_decision_grid
@@ -195,8 +191,10 @@ def _savings_words(model: Model) -> str:
 
 def _feasibility(model: Model) -> Callable[..., jax.Array]:
     """Return the jitted ``(params, savings) -> feasible`` over periods, contexts and trials."""
-    if model in _FEASIBILITY:
-        return _FEASIBILITY[model]
+    return FEASIBILITY.of(model)
+
+
+def _build_feasibility(model: Model) -> Callable[..., jax.Array]:
     structure = egm_structure(model)
     state, action = structure.state, structure.action
     feasible = compose(model, list(structure.borrowing_constraints))
@@ -221,8 +219,12 @@ def _feasibility(model: Model) -> Callable[..., jax.Array]:
         periods = jnp.arange(model.n_periods, dtype=jnp.int32)
         return per_period(periods, contexts, choices, savings, trial)
 
-    _FEASIBILITY[model] = jax.jit(check, compiler_options=quick_compile_options())
-    return _FEASIBILITY[model]
+    return jax.jit(check, compiler_options=quick_compile_options())
+
+
+FEASIBILITY: Fact[Callable[..., jax.Array]] = Fact(
+    "borrowing constraints' feasibility", build=_build_feasibility
+)
 
 
 def _context(structure: Any, codes: np.ndarray, choice: np.ndarray | None = None) -> str:

@@ -14,7 +14,6 @@ discrete choices are feasible, and must not involve ``w`` or ``c``.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -23,7 +22,9 @@ import numpy as np
 
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
-from project.model.spec import CLOSED_FORM_INVERSES, Model
+from project.model.internal import Fact
+from project.model.names import CLOSED_FORM_INVERSES
+from project.model.spec import Model
 from project.solver.plan import prove_law_of_motion
 
 
@@ -92,16 +93,12 @@ class EGMStructure:
 
 def egm_obstacle(model: Model) -> str:
     """Return why EGM cannot solve ``model`` ("" when it can)."""
-    if model not in _OBSTACLES:
-        _OBSTACLES[model] = _obstacle(model)
-    return _OBSTACLES[model]
+    return OBSTACLE.of(model)
 
 
 def egm_structure(model: Model) -> EGMStructure:
     """Return the model's EGM structure; raise ``ModelSpecificationError`` if EGM does not apply."""
-    if model not in _STRUCTURES:
-        _STRUCTURES[model] = _structure(model)
-    return _STRUCTURES[model]
+    return STRUCTURE.of(model)
 
 
 def _structure(model: Model) -> EGMStructure:
@@ -187,5 +184,5 @@ def _obstacle(model: Model) -> str:  # noqa: PLR0911 (one reason per check)
     return ""
 
 
-_OBSTACLES: weakref.WeakKeyDictionary[Model, str] = weakref.WeakKeyDictionary()
-_STRUCTURES: weakref.WeakKeyDictionary[Model, EGMStructure] = weakref.WeakKeyDictionary()
+OBSTACLE: Fact[str] = Fact("why EGM cannot solve it", build=_obstacle)
+STRUCTURE: Fact[EGMStructure] = Fact("EGM structure", build=_structure)

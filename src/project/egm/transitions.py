@@ -16,7 +16,8 @@ import jax.numpy as jnp
 from project.egm.structure import EGMStructure
 from project.grids import code_combinations
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
-from project.model.spec import Model, transition_target
+from project.model.names import transition_target
+from project.model.spec import Model
 from project.solver.sweep import compose
 
 

@@ -20,12 +20,8 @@ import jax
 import jax.numpy as jnp
 
 from project.egm.structure import EGMStructure
-from project.model.spec import (
-    CLOSED_FORM_INVERSES,
-    INVERSE_MARGINAL_UTILITY,
-    INVERSE_UTILITY,
-    Model,
-)
+from project.model.names import CLOSED_FORM_INVERSES, INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY
+from project.model.spec import Model
 from project.solver.sweep import compose
 
 MAX_STEPS = 100

@@ -60,12 +60,8 @@ from project.dispatch import solve
 from project.estimation.choice_count import ChoiceCount
 from project.estimation.claiming import choice_counts_of_table
 from project.estimation.errors import EstimationError
-from project.estimation.program import (
-    RATIO_TARGET,
-    MomentProgram,
-    compiles_moments,
-    defines_ratio,
-)
+from project.estimation.program import MomentProgram, compiles_moments
+from project.estimation.ratios import RATIO_TARGET, defines_ratio
 from project.model.spec import Model
 from project.regimes.spec import RegimeModel
 from project.simulation import simulate, validate_initial_conditions

@@ -40,6 +40,7 @@ from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS
 from project.egm.structure import egm_structure
 from project.estimation.choice_count import ChoiceCount, choice_counter
 from project.estimation.errors import EstimationError
+from project.estimation.ratios import moment_ratio
 from project.estimation.smooth import ExitChoice, build_smooth_totals
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.points import float_dtype
@@ -48,12 +49,7 @@ from project.regimes.solve import choose_regime_method
 from project.regimes.spec import RegimeModel
 from project.simulation.initial import validate_regime_initial_conditions
 from project.simulation.regimes import build_regime_panel, egm_period_inputs, filled_states
-from project.simulation.result import available_targets
-from project.solver.sweep import compose
 
-INCOME_TARGETS = ("labor_income", "working")
-RATIO_TARGET = "wealth_to_income"
-"""The model function that gives a living subject's wealth over income, where a model has it."""
 ESTIMATION_WINDOW = 8
 """The upper envelope's window (runs) the program starts with; ``solve`` starts with 1. An
 estimation evaluates params far apart (a multistart samples the whole box), where the envelope
@@ -242,7 +238,7 @@ class MomentProgram:
         count (deciding, choosing; zeros without a ``choice``).
         """
         model = self.model
-        ratio_of = _ratio(model)
+        ratio_of = moment_ratio(model)
         living_codes = jnp.asarray([model.code(r) for r in model.regimes])
         if self.smooth is not None:
             totals = build_smooth_totals(model, methods=_methods(model), exit_choice=self.smooth)
@@ -320,95 +316,6 @@ def _without_invalid(out: Sequence[Any], *, invalid: np.ndarray) -> tuple[np.nda
 
 def _methods(model: RegimeModel) -> dict[str, str]:
     return {r: egm_structure(v).method for r, v in model.regimes.items()}
-
-
-def defines_ratio(model: Any) -> bool:
-    """Return whether the model's living regimes define ``wealth_to_income`` themselves.
-
-    Raises ``EstimationError`` when some living regimes define it and others do not.
-    """
-    regimes = model.regimes if isinstance(model, RegimeModel) else {model.name: model}
-    defined = {r for r, view in regimes.items() if RATIO_TARGET in view.functions}
-    if defined and defined != set(regimes):
-        msg = (
-            f"Model {model.name!r}: the regimes {sorted(defined)} define {RATIO_TARGET!r} but "
-            f"{sorted(set(regimes) - defined)} do not: define it in every living regime (the "
-            "moments take it as the wealth-to-income ratio) or in none."
-        )
-        raise EstimationError(msg)
-    return bool(defined)
-
-
-def _ratio(model: RegimeModel) -> Any:
-    """Return ``ratio(codes, states, actions, params, period, age)``: wealth over income.
-
-    For one period's subjects (1-D arrays). A model whose living regimes define the function
-    ``wealth_to_income`` (``RATIO_TARGET``; the SCF's net worth over permanent income, e.g.
-    end-of-period assets of a model normalised by permanent income) gets it; otherwise the
-    wealth state over ``_income``. Rows of other regimes give NaN (never counted).
-    """
-    if not defines_ratio(model):
-        income = _income(model)
-
-        def over_income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
-            return states["wealth"] / income(codes, states, actions, params, period, age)
-
-        return over_income
-    evaluate = _by_regime(model, {r: [RATIO_TARGET] for r in model.regimes})
-
-    def ratio(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
-        out = jnp.full(codes.shape, jnp.nan, dtype=states["wealth"].dtype)
-        for here, values in evaluate(codes, states, actions, params, period, age):
-            out = jnp.where(here, jnp.broadcast_to(values[RATIO_TARGET], codes.shape), out)
-        return out
-
-    return ratio
-
-
-def _income(model: RegimeModel) -> Any:
-    """Return ``income(codes, states, actions, params, period, age)``: labour income or pension.
-
-    For one period's subjects (1-D arrays); retirees (``working`` false) and regimes without
-    ``working`` get the pension, ``params["pension"]`` (traced like every param, so variants
-    that differ only in params share one compiled program).
-    """
-    targets = {}
-    for regime, view in model.regimes.items():
-        have = [t for t in INCOME_TARGETS if t in available_targets(view)]
-        if "working" in have:
-            targets[regime] = have
-    evaluate = _by_regime(model, targets)
-
-    def income(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
-        shape = codes.shape
-        out = jnp.full(shape, params["pension"], dtype=states["wealth"].dtype)
-        for here, values in evaluate(codes, states, actions, params, period, age):
-            labour = values.get("labor_income", jnp.full(shape, jnp.nan))
-            working = jnp.broadcast_to(values["working"], shape) > 0.5
-            out = jnp.where(here & working, jnp.broadcast_to(labour, shape), out)
-        return out
-
-    return income
-
-
-def _by_regime(model: RegimeModel, targets: Mapping[str, Sequence[str]]) -> Any:
-    """Return ``evaluate(codes, states, actions, params, period, age)``.
-
-    It yields, for each regime of ``targets``, the mask of its subjects and the regime's
-    ``targets`` evaluated at every subject's states and actions (one period's 1-D arrays).
-    """
-    evaluators = {regime: compose(model.regimes[regime], list(t)) for regime, t in targets.items()}
-
-    def evaluate(codes, states, actions, params, period, age):  # noqa: ANN001, ANN202
-        rows = {**states, **actions}
-        for regime, combined in evaluators.items():
-
-            def row(values, combined=combined):  # noqa: ANN001, ANN202
-                return combined({**params, **values, "period": period, "age": age})
-
-            yield codes == model.code(regime), jax.vmap(row)(rows)
-
-    return evaluate
 
 
 def _positions(host: Mapping[str, np.ndarray], *, estimated: Sequence[str]) -> list[int]:

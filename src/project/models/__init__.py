@@ -18,6 +18,7 @@ from project.models import (
     lifecycle,
     lifecycle_normalised,
     lifecycle_regimes,
+    normalised_units,
     precautionary,
 )
 
@@ -64,11 +65,11 @@ def panel_columns_of(
 
     ``lifecycle_normalised`` states wealth and consumption in units of permanent income (of
     the pension after the claim): its ``income_unit`` turns them into levels
-    (``lifecycle_normalised.income_units``). The other models need none.
+    (``normalised_units.income_units``). The other models need none.
     """
     if name != "lifecycle_normalised":
         return {}
-    units = lifecycle_normalised.income_units(panel=panel, model=model, params=params, seed=seed)
+    units = normalised_units.income_units(panel=panel, model=model, params=params, seed=seed)
     return {"income_unit": units}
 
 

@@ -35,6 +35,7 @@ from project.egm.choices import EGMArrays
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import CheckpointError
+from project.model.solution import SolutionInterface
 from project.model.spec import Model
 from project.persist.atomic import MARKER_NAME, atomic_directory
 from project.persist.checkpoint import read_checkpoint, write_checkpoint
@@ -67,7 +68,7 @@ def package_versions() -> dict[str, str]:
 
 def save_solution(
     *,
-    solution: Solution | EGMSolution | RegimeSolution,
+    solution: SolutionInterface,
     directory: Path,
     provenance: dict[str, Any] | None = None,
 ) -> Path:
@@ -86,8 +87,8 @@ def save_solution(
     writes the rest and publishes, and all return once the product is published. The processes
     must share the file system of ``directory``.
     """
-    if isinstance(solution, RegimeSolution):
-        parts = {r: _solution_tree(s) for r, s in solution.solutions.items()}
+    if solution.regimes:
+        parts = {r: _solution_tree(s) for r, s in solution.regimes.items()}
         tree = {"regimes": {r: part[0] for r, part in parts.items()}}
         dtype = next(iter(parts.values()))[1]
         kernels: Any = {r: list(k) for r, k in solution.kernels.items()}

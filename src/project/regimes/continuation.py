@@ -31,7 +31,8 @@ import numpy as np
 
 from project.errors import InvalidTransitionError
 from project.points import float_dtype
-from project.regimes.spec import REGIME_TRANSITION, RegimeModel, missing_states
+from project.regimes.checks import missing_states
+from project.regimes.spec import REGIME_TRANSITION, RegimeModel
 from project.solver.sweep import compose, sweep
 
 # A probability vector sums to 1 within this many float epsilons times the number of regimes.

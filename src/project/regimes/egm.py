@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,14 +28,16 @@ from project.egm.solution import EGMSolution
 from project.egm.solve import check_borrowing_limit, check_report
 from project.egm.structure import egm_structure
 from project.egm.utility import Utility
+from project.model.internal import Fact, table
 from project.model.params import n_packed_params, pack_params, params_on_host, unpack_params
 from project.points import float_dtype
+from project.regimes.checks import missing_states
 from project.regimes.continuation import (
     CHECK_COLUMNS,
     probability_checks,
     raise_for_regime_checks,
 )
-from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView, missing_states
+from project.regimes.spec import REGIME_TRANSITION, RegimeModel, RegimeView
 from project.solver.budget import compiled_within
 from project.solver.checks import LogLevel, check_log_level
 from project.solver.outputs import check_function_outputs
@@ -44,10 +45,8 @@ from project.solver.sweep import compose
 
 logger = logging.getLogger("project.solver")
 
-_PROGRAMS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
-_WINDOWS: weakref.WeakKeyDictionary[RegimeModel, int] = weakref.WeakKeyDictionary()
+PROGRAMS = table("regimes' EGM programs by window and dtype")
+WINDOW_LEARNED: Fact[int] = Fact("regimes' upper envelope window", build=lambda _model: WINDOW)
 
 
 def solve_on_endogenous_grids(
@@ -116,13 +115,13 @@ def solve_on_endogenous_grids(
 
 def envelope_window(model: RegimeModel) -> int:
     """Return the upper envelope's window (runs) the model's programs are built with."""
-    return _WINDOWS.get(model, WINDOW)
+    return WINDOW_LEARNED.of(model)
 
 
 def widen_window(model: RegimeModel, *, window: int, runs: int) -> int:
     """Widen the model's window after a solve found more runs than ``window`` holds."""
     widened = max(runs, 2 * window)
-    _WINDOWS[model] = widened
+    WINDOW_LEARNED.put(model, widened)
     logger.info("Widening the upper envelope's window of %r to %d runs.", model.name, widened)
     return widened
 
@@ -147,7 +146,7 @@ def _program(
         for r, v in model.regimes.items()
     }
     return compiled_within(
-        _PROGRAMS.setdefault(model, {}),
+        PROGRAMS.of(model),
         (window, str(dtype)),
         lower=lambda: jax.jit(
             _build(model, window=window), compiler_options=quick_compile_options()

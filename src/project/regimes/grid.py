@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.model.internal import table
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.points import float_dtype
 from project.regimes.continuation import (
@@ -42,9 +42,7 @@ from project.solver.transitions import raise_for_invalid_transitions
 
 logger = logging.getLogger("project.solver")
 
-_PROGRAMS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+PROGRAMS = table("regimes' grid-search programs")
 
 
 def regime_grid_points(model: RegimeModel) -> dict[str, jax.Array]:
@@ -183,7 +181,7 @@ def _program(
         splay,
         str(float_dtype()),
     )
-    programs = _PROGRAMS.setdefault(model, {})
+    programs = PROGRAMS.of(model)
     if key not in programs:
         programs[key] = jax.jit(_build(model, plans, names))
     return programs[key]

@@ -24,15 +24,9 @@ from project.errors import MemoryPlanError
 from project.points import float_dtype
 from project.regimes.continuation import RegimeContinuation
 from project.regimes.spec import RegimeModel
-from project.solver.budget import (
-    MemoryLimit,
-    largest_fitting,
-    log_memory,
-    memory_limit_of,
-    splay_axes,
-    splayed_model,
-)
+from project.solver.budget import largest_fitting, log_memory, splay_axes, splayed_model
 from project.solver.memory import MemoryEstimate, format_bytes, predict_solve_memory
+from project.solver.memory_limit import MemoryLimit, memory_limit_of
 from project.solver.plan import SolvePlan
 from project.solver.program import action_block
 

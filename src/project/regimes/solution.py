@@ -15,6 +15,7 @@ import numpy as np
 
 from project.egm.solution import EGMSolution
 from project.errors import InvalidStatesError, ModelSpecificationError
+from project.model.solution import require_regime
 from project.regimes.spec import RegimeModel
 from project.solver.solution import Solution
 from project.solver.states import validate_states
@@ -49,6 +50,11 @@ class RegimeSolution:
         """Return each regime's kernel (or method) per period."""
         return {r: s.kernels for r, s in self.solutions.items()}
 
+    @property
+    def regimes(self) -> Mapping[str, Solution | EGMSolution]:
+        """Return the solution of each solved regime (``SolutionInterface``)."""
+        return self.solutions
+
     def solution(self, regime: str) -> Solution | EGMSolution:
         """Return the solution of ``regime`` (a regime that is a ``Model``)."""
         self.model.code(regime)
@@ -60,24 +66,30 @@ class RegimeSolution:
             raise ModelSpecificationError(msg)
         return self.solutions[regime]
 
-    def value(self, *, period: int, regime: str, states: Mapping[str, Any]) -> np.ndarray:
+    def value(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> np.ndarray:
         """Return V of ``regime`` in ``period`` at ``states`` (a terminal regime's given value)."""
+        regime = self._named(regime)
         self.model.code(regime)
         if regime in self.model.terminal:
             return self._terminal_value(regime, states=states)
         return self.solution(regime).value(period=period, states=states)
 
     def policy(
-        self, *, period: int, regime: str, states: Mapping[str, Any]
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
     ) -> dict[str, np.ndarray]:
         """Return the optimal actions of ``regime`` in ``period`` at ``states``."""
-        return self.solution(regime).policy(period=period, states=states)
+        return self.solution(self._named(regime)).policy(period=period, states=states)
 
     def choice_probabilities(
-        self, *, period: int, regime: str, states: Mapping[str, Any]
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
     ) -> np.ndarray:
         """Return the probabilities of ``regime``'s discrete choices at ``states``."""
-        return self.solution(regime).choice_probabilities(period=period, states=states)
+        return self.solution(self._named(regime)).choice_probabilities(period=period, states=states)
+
+    def _named(self, regime: str | None) -> str:
+        return require_regime(model_name=self.model.name, regime=regime, regimes=self.model.regimes)
 
     def _terminal_value(self, regime: str, *, states: Mapping[str, Any]) -> np.ndarray:
         spec = self.model.terminal[regime]

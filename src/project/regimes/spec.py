@@ -24,7 +24,6 @@ transition added to its functions.
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any
@@ -35,9 +34,11 @@ import numpy as np
 
 from project.errors import ModelSpecificationError
 from project.grids import DiscreteGrid, categories
-from project.model.spec import RESERVED_ARGUMENTS, Model
-
-REGIME_TRANSITION = "regime_transition"
+from project.model.internal import Fact
+from project.model.names import RESERVED_ARGUMENTS
+from project.model.spec import Model
+from project.regimes.checks import check_horizons, check_shared_states, check_transitions
+from project.regimes.names import REGIME_TRANSITION
 
 
 class TerminalRegime:
@@ -159,9 +160,9 @@ class RegimeModel:
             if isinstance(g, Model)
         }
         self.ages = next(iter(self.regimes.values())).ages
-        _check_horizons(self)
-        _check_shared_states(self)
-        _check_transitions(self)
+        check_horizons(self)
+        check_shared_states(self)
+        check_transitions(self)
         self.params_template = _params_template(self)
 
     @property
@@ -215,7 +216,7 @@ class RegimeModel:
 
     @property
     def permanent_states(self) -> tuple[str, ...]:
-        """Return no state: sharding is not supported with regimes yet (``_check_horizons``)."""
+        """Return no state: sharding is not supported with regimes yet (``check_horizons``)."""
         return ()
 
     def describe(self) -> dict[str, Any]:
@@ -292,85 +293,6 @@ def _check_regimes(
             raise ModelSpecificationError(msg)
 
 
-def _check_horizons(model: RegimeModel) -> None:
-    for regime, view in model.regimes.items():
-        if view.ages != model.ages:
-            first = next(iter(model.regimes))
-            msg = (
-                f"Model {model.name!r}: regime {regime!r} has ages {list(view.ages)}, regime "
-                f"{first!r} has {list(model.ages)}. Give every regime the same horizon."
-            )
-            raise ModelSpecificationError(msg)
-        if view.permanent_states:
-            msg = (
-                f"Model {model.name!r}: regime {regime!r} marks {list(view.permanent_states)} "
-                "distributed; sharding is not supported for models with regimes yet. Set "
-                "distributed=False."
-            )
-            raise ModelSpecificationError(msg)
-
-
-def _check_shared_states(model: RegimeModel) -> None:
-    """Require one grid per state name and per action name across regimes."""
-    for kind in ("states", "actions"):
-        seen: dict[str, tuple[str, dict[str, Any]]] = {}
-        for regime, view in model.regimes.items():
-            for item, grid in getattr(view, kind).items():
-                described = {k: v for k, v in grid.describe().items() if k != "batch_size"}
-                if item in seen and seen[item][1] != described:
-                    msg = (
-                        f"Model {model.name!r}: {kind[:-1]} {item!r} has the grid "
-                        f"{described} in regime {regime!r} but {seen[item][1]} in regime "
-                        f"{seen[item][0]!r}. A {kind[:-1]} shared by regimes needs one grid."
-                    )
-                    raise ModelSpecificationError(msg)
-                seen.setdefault(item, (regime, described))
-
-
-def _check_transitions(model: RegimeModel) -> None:
-    """Check what each transition reads and returns, and that its targets can be reached."""
-    for regime, view in model.regimes.items():
-        read = view.ancestors(REGIME_TRANSITION)
-        continuous = sorted(
-            n for n, g in (view.states | view.actions).items() if n in read and not g.is_discrete
-        )
-        if continuous:
-            msg = (
-                f"Model {model.name!r}: the regime transition of {regime!r} depends on the "
-                f"continuous {continuous}. Regime transitions may depend on discrete states and "
-                "actions, age, period and params only."
-            )
-            raise ModelSpecificationError(msg)
-        outcomes = sorted(a for a in read if a.startswith("next_"))
-        if outcomes:
-            msg = (
-                f"Model {model.name!r}: the regime transition of {regime!r} reads next-period "
-                f"outcomes {outcomes}; it sees the current period only."
-            )
-            raise ModelSpecificationError(msg)
-        view.transition_kind  # noqa: B018  (raises on an invalid output)
-        for target in view.named_targets:
-            missing = missing_states(model, source=regime, target=target)
-            if missing:
-                msg = (
-                    f"Model {model.name!r}: regime {regime!r} can move to {target!r}, which needs "
-                    f"the states {missing} that {regime!r} lacks (a source's laws of motion give "
-                    f"the target's states). Add them to {regime!r} or drop {target!r} from its "
-                    "transition."
-                )
-                raise ModelSpecificationError(msg)
-
-
-def missing_states(model: RegimeModel, *, source: str, target: str) -> list[str]:
-    """Return the states ``target`` needs that regime ``source`` does not have."""
-    have = set(model.regimes[source].states)
-    if target in model.regimes:
-        needed = model.regimes[target].state_names
-    else:
-        needed = tuple(a for a in model.terminal[target].arguments if a in model.states)
-    return [s for s in needed if s not in have]
-
-
 def terminal_params(model: RegimeModel) -> dict[str, tuple[int, ...]]:
     """Return the params of the terminal regimes' values (their non-state arguments)."""
     params: dict[str, tuple[int, ...]] = {}
@@ -403,13 +325,13 @@ def _params_template(model: RegimeModel) -> dict[str, tuple[int, ...]]:
 
 def _output_shape(view: RegimeView) -> Any:
     """Return the abstract output of the regime transition (``jax.eval_shape``)."""
-    if view in _OUTPUTS:
-        return _OUTPUTS[view]
+    return TRANSITION_OUTPUT.of(view)
+
+
+def _abstract_transition(view: RegimeView) -> Any:
     from project.solver.outputs import abstract_output  # noqa: PLC0415  (imports the solver)
 
-    out = abstract_output(view, REGIME_TRANSITION, where=f"Regime {view.regime!r}")
-    _OUTPUTS[view] = out
-    return out
+    return abstract_output(view, REGIME_TRANSITION, where=f"Regime {view.regime!r}")
 
 
 def _transition_kind(view: RegimeView) -> str:
@@ -444,4 +366,6 @@ def _transition_kind(view: RegimeView) -> str:
     raise ModelSpecificationError(msg)
 
 
-_OUTPUTS: weakref.WeakKeyDictionary[RegimeView, Any] = weakref.WeakKeyDictionary()
+TRANSITION_OUTPUT: Fact[Any] = Fact(
+    "regime transition's abstract output", build=_abstract_transition
+)

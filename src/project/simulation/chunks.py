@@ -27,8 +27,7 @@ import numpy as np
 from project.errors import MemoryPlanError
 from project.model.spec import Model
 from project.points import float_dtype
-from project.regimes.solution import RegimeSolution
-from project.solver.budget import MemoryLimit, log_memory, memory_limit_of
+from project.solver.budget import log_memory
 from project.solver.memory import (
     INT32,
     MemoryEstimate,
@@ -36,6 +35,7 @@ from project.solver.memory import (
     pair_reads,
     prepared_value_bytes,
 )
+from project.solver.memory_limit import MemoryLimit, memory_limit_of
 from project.solver.plan import general_plan
 
 
@@ -112,10 +112,10 @@ def _subject_bytes(
     With regimes every subject runs every regime's step (its own regime's result is kept):
     the regimes' figures add up, an upper bound for the histories and columns they share.
     """
-    if isinstance(solution, RegimeSolution):
+    if solution.regimes:
         parts = [
             _subject_bytes(s, n_subjects=n_subjects, n_periods=n_periods, devices=devices)
-            for s in solution.solutions.values()
+            for s in solution.regimes.values()
         ]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
     model: Model = solution.model

@@ -25,12 +25,11 @@ import pandas as pd
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import replicate, shard_rows, subject_mesh, value_devices
-from project.egm.solution import EGMSolution
 from project.errors import InitialConditionsError, InvalidValueFunctionError
 from project.model.params import check_solved_params, validate_params
+from project.model.solution import SolutionInterface
 from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
-from project.regimes.solution import RegimeSolution
 from project.simulation.chunks import plan_chunk
 from project.simulation.initial import (
     _subjects,
@@ -43,7 +42,6 @@ from project.simulation.result import SimulationResult
 from project.simulation.steps import steps_for
 from project.solver.checks import check_log_level
 from project.solver.grid_cache import grid_points_of
-from project.solver.solution import Solution
 
 logger = logging.getLogger("project.simulation")
 
@@ -52,7 +50,7 @@ def simulate(
     *,
     params: Mapping[str, Any],
     initial_conditions: Mapping[str, Any] | pd.DataFrame,
-    solution: Solution | EGMSolution | RegimeSolution,
+    solution: SolutionInterface,
     seed: int,
     subject_batch_size: int = 0,
     log_level: str = "warning",
@@ -68,7 +66,7 @@ def simulate(
     """
     check_log_level(log_level)
     check_seed(seed)
-    if not isinstance(solution, Solution | EGMSolution | RegimeSolution):
+    if not isinstance(solution, SolutionInterface):
         msg = (
             f"solution must be what project.solve returned (or load_solution), got "
             f"{type(solution).__name__}."
@@ -81,7 +79,7 @@ def simulate(
     ):
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
-    if isinstance(solution, RegimeSolution):
+    if solution.regimes:
         return simulate_regimes(
             params=params,
             initial_conditions=initial_conditions,

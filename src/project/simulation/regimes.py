@@ -12,7 +12,6 @@ regime lacks are missing (NaN for numbers, code -1 for categories: NA in the tab
 from __future__ import annotations
 
 import logging
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from project.errors import InitialConditionsError
+from project.model.internal import table
 from project.model.params import check_solved_params, validate_params
 from project.points import float_dtype
 from project.regimes.solution import RegimeSolution
@@ -165,14 +165,12 @@ def egm_period_inputs(*, arrays: Any, limit: jax.Array, n_periods: int) -> tuple
     return arrays, jnp.broadcast_to(limit, (n_periods,))
 
 
-_PANELS: weakref.WeakKeyDictionary[RegimeModel, dict[Any, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+PANELS = table("compiled regime panels by the regimes' methods")
 
 
 def regime_panel(solution: RegimeSolution) -> Callable[..., Any]:
     """Return the compiled simulation of a chunk over every period (one per model and methods)."""
-    programs = _PANELS.setdefault(solution.model, {})
+    programs = PANELS.of(solution.model)
     methods = regime_methods(solution)
     if methods not in programs:
         programs[methods] = jax.jit(build_regime_panel(solution.model, methods=dict(methods)))
@@ -284,16 +282,14 @@ def regime_at_uniform(view: RegimeView) -> Callable[..., jax.Array]:
     return next_regime
 
 
-_TERMINAL_VALUES: weakref.WeakKeyDictionary[RegimeModel, dict[str, Callable[..., jax.Array]]] = (
-    weakref.WeakKeyDictionary()
-)
+TERMINAL_VALUES = table("jitted terminal values by regime")
 """The jitted terminal values, built once per model (a repeated simulation, as in an
 estimation, reuses their compiled programs instead of tracing them again)."""
 
 
 def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
     """Return ``value(states, params)`` of a terminal regime, jitted once per model."""
-    values = _TERMINAL_VALUES.setdefault(model, {})
+    values = TERMINAL_VALUES.of(model)
     if regime not in values:
         values[regime] = _build_terminal_value(model, regime)
     return values[regime]

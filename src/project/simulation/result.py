@@ -21,7 +21,8 @@ import pandas as pd
 from project.deprecation import warn_deprecated
 from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
-from project.model.spec import CLOSED_FORM_INVERSES, Model
+from project.model.names import CLOSED_FORM_INVERSES
+from project.model.spec import Model
 from project.points import float_dtype as working_float_dtype
 from project.regimes.solution import RegimeSolution
 from project.regimes.spec import RegimeModel

@@ -11,7 +11,6 @@ stochastic states), and the laws of motion give the deterministic states.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -21,16 +20,16 @@ import jax.numpy as jnp
 
 from project.egm.solution import only_choice_evaluator, point_evaluator
 from project.egm.structure import egm_structure
-from project.model.spec import Model, transition_target
+from project.model.internal import table
+from project.model.names import transition_target
+from project.model.spec import Model
 from project.shocks import shock_tables
 from project.simulation.keys import draw_category, subject_keys
 from project.solver.evaluate import actions_given_choice, build_state_choice
 from project.solver.expectation import prepare_next_value
 from project.solver.sweep import compose
 
-_STEPS: weakref.WeakKeyDictionary[Model, dict[str, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+STEPS = table("simulation steps by method")
 
 
 def build_advance(model: Model) -> Callable[..., dict[str, jnp.ndarray]]:
@@ -174,7 +173,7 @@ def choice_actions(
 
 def steps_for(model: Model, *, method: str) -> dict[str, Callable[..., Any]]:
     """Return the model's cached steps (``terminal``, ``regular``; ``expected`` for grid)."""
-    cache = _STEPS.setdefault(model, {})
+    cache = STEPS.of(model)
     if method not in cache:
         if method in ("egm", "dcegm"):
             cache[method] = {

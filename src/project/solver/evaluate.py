@@ -11,7 +11,6 @@ log-sum and the choices have logit probabilities (``project.taste_shocks``).
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -19,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.model.internal import table
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.choice import best_choice, choice_values, first_argmax
@@ -30,9 +30,7 @@ from project.taste_shocks import TASTE_SHOCK_SCALE, log_sum_and_probabilities
 if TYPE_CHECKING:
     from project.solver.solution import Solution
 
-_EVALUATORS: weakref.WeakKeyDictionary[Model, dict[bool, Callable[..., Any]]] = (
-    weakref.WeakKeyDictionary()
-)
+EVALUATORS = table("grid evaluators, terminal or not")
 
 
 class StateChoice(NamedTuple):
@@ -97,7 +95,7 @@ def _evaluate(
 
 
 def _evaluator(model: Model, *, terminal: bool) -> Callable[..., Any]:
-    cache = _EVALUATORS.setdefault(model, {})
+    cache = EVALUATORS.of(model)
     if terminal not in cache:
         cache[terminal] = _build(model, terminal=terminal)
     return cache[terminal]

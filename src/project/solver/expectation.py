@@ -21,7 +21,6 @@ array's layout is: sliced state axes, continuation-action axes, W's axes.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +28,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.model.spec import Model, transition_target
+from project.model.internal import Fact
+from project.model.names import transition_target
+from project.model.spec import Model
 from project.solver.sweep import compose, sweep, weighted_sum
 
 
@@ -53,9 +54,7 @@ class ExpectationPlan:
     @classmethod
     def for_model(cls, model: Model) -> ExpectationPlan:
         """Return the model's plan, derived once per model object (tracing asks for it often)."""
-        if model not in _PLANS:
-            _PLANS[model] = cls._derive(model)
-        return _PLANS[model]
+        return EXPECTATION_PLAN.of(model)
 
     @classmethod
     def _derive(cls, model: Model) -> ExpectationPlan:
@@ -96,7 +95,7 @@ class ExpectationPlan:
         return [s for s in model.state_names if s not in self.permanent]
 
 
-_PLANS: weakref.WeakKeyDictionary[Model, ExpectationPlan] = weakref.WeakKeyDictionary()
+EXPECTATION_PLAN: Fact[ExpectationPlan] = Fact("expectation plan", build=ExpectationPlan._derive)
 
 
 def build_contraction(model: Model) -> Callable[[jnp.ndarray, dict[str, Any]], jnp.ndarray]:

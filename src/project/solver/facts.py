@@ -15,7 +15,6 @@ passed, so a repeated solve picks its kernels right away and checks transitions 
 from __future__ import annotations
 
 import hashlib
-import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.model.internal import Fact
 from project.model.spec import Model
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose, sweep
@@ -41,8 +41,10 @@ class KnownFacts:
     transitions_valid: bool
 
 
-_KNOWN: weakref.WeakKeyDictionary[Model, OrderedDict[str, KnownFacts]] = weakref.WeakKeyDictionary()
-_LAST_SLOPES: weakref.WeakKeyDictionary[Model, tuple[bool, ...]] = weakref.WeakKeyDictionary()
+KNOWN = Fact("what solves of recent params established", build=lambda _model: OrderedDict())
+LAST_SLOPES: Fact[tuple[bool, ...]] = Fact(
+    "the last solve's slope pattern", build=lambda model: (True,) * model.n_periods
+)
 
 
 def fingerprint(flat_params: np.ndarray) -> str:
@@ -54,8 +56,8 @@ def fingerprint(flat_params: np.ndarray) -> str:
 
 def known_facts(model: Model, *, key: str) -> KnownFacts | None:
     """Return what earlier solves of these params established, if any."""
-    cache = _KNOWN.get(model)
-    if cache is None or key not in cache:
+    cache = KNOWN.of(model)
+    if key not in cache:
         return None
     cache.move_to_end(key)
     return cache[key]
@@ -63,23 +65,23 @@ def known_facts(model: Model, *, key: str) -> KnownFacts | None:
 
 def remember_facts(model: Model, *, key: str, facts: KnownFacts) -> None:
     """Remember the facts of these params (and the slope pattern as the next guess)."""
-    cache = _KNOWN.setdefault(model, OrderedDict())
+    cache = KNOWN.of(model)
     cache[key] = facts
     while len(cache) > MAX_CACHED_PARAMS:
         cache.popitem(last=False)
     if facts.unit_slope is not None:
-        _LAST_SLOPES[model] = facts.unit_slope
+        LAST_SLOPES.put(model, facts.unit_slope)
 
 
 def slope_guess(model: Model) -> tuple[bool, ...]:
     """Return the slope pattern to assume for unseen params: the last one seen, else all 1."""
-    return _LAST_SLOPES.get(model, (True,) * model.n_periods)
+    return LAST_SLOPES.of(model)
 
 
 def inherit_slope_guess(model: Model, *, base: Model) -> None:
     """Let ``model``, a copy of ``base`` with other batch sizes, guess ``base``'s last slopes."""
-    if base in _LAST_SLOPES:
-        _LAST_SLOPES[model] = _LAST_SLOPES[base]
+    if LAST_SLOPES.known(base):
+        LAST_SLOPES.put(model, LAST_SLOPES.of(base))
 
 
 def needs_slope_probe(plan: SolvePlan) -> bool:

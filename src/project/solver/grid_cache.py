@@ -2,25 +2,21 @@
 
 from __future__ import annotations
 
-import weakref
-from typing import Any
-
 import jax
 from jax.sharding import Mesh
 
 from project.devices import mesh_key, replicate
 from project.grids import grid_points
+from project.model.internal import table
 from project.model.spec import Model
 from project.points import float_dtype
 
-_GRID_POINTS: weakref.WeakKeyDictionary[Model, dict[Any, dict[str, jax.Array]]] = (
-    weakref.WeakKeyDictionary()
-)
+GRID_POINTS = table("grid points by dtype and mesh")
 
 
 def grid_points_of(model: Model, *, mesh: Mesh | None = None) -> dict[str, jax.Array]:
     """Return every state and action grid's points in the working precision (cached)."""
-    per_model = _GRID_POINTS.setdefault(model, {})
+    per_model = GRID_POINTS.of(model)
     key = (str(float_dtype()), mesh_key(mesh))
     if key not in per_model:
         points = grid_points(model.states | model.actions)

@@ -19,7 +19,6 @@ it returned (where, for a code) and what to return instead.
 from __future__ import annotations
 
 import math
-import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from project.errors import ModelSpecificationError
+from project.model.internal import Fact, table
 from project.model.spec import Model
 from project.points import float_dtype
 from project.shocks import shock_tables
@@ -41,9 +41,6 @@ CONTINUOUS_SAMPLE = 5
 MAX_CACHED = 8
 """Params combinations remembered per model as already checked."""
 
-_SHAPES_CHECKED: weakref.WeakKeyDictionary[Model, bool] = weakref.WeakKeyDictionary()
-_CODES_CHECKED: weakref.WeakKeyDictionary[Model, dict[bytes, None]] = weakref.WeakKeyDictionary()
-
 
 def check_function_outputs(
     model: Model, *, params: Mapping[str, np.ndarray], codes: bool = True
@@ -53,16 +50,13 @@ def check_function_outputs(
     ``params`` are checked ones on the host (``params_on_host``). With ``codes=False`` only the
     (free, once per model) shape and dtype checks run.
     """
-    if model not in _SHAPES_CHECKED:
-        for target in _targets(model):
-            _check_shape_and_dtype(model, target)
-        _SHAPES_CHECKED[model] = True
+    SHAPES_CHECKED.of(model)
     if not codes:
         return
     discrete = [s for s in model.deterministic_states if model.states[s].is_discrete]
     used = sorted({p for s in discrete for p in model.ancestors(f"next_{s}")} & set(params))
     key = b"".join(np.ascontiguousarray(params[p]).tobytes() for p in used)
-    checked = _CODES_CHECKED.setdefault(model, {})
+    checked = CODES_CHECKED.of(model)
     if key in checked:
         return
     for state in discrete:
@@ -200,3 +194,14 @@ def _thin(points: np.ndarray, k: int) -> np.ndarray:
 
 def _shown(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float | np.floating) else str(value)
+
+
+def _check_shapes(model: Model) -> bool:
+    """Raise for a function whose output shape or dtype the solver cannot use; else True."""
+    for target in _targets(model):
+        _check_shape_and_dtype(model, target)
+    return True
+
+
+SHAPES_CHECKED: Fact[bool] = Fact("functions' output shapes checked", build=_check_shapes)
+CODES_CHECKED = table("params whose discrete laws of motion were checked")

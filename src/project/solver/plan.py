@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +29,9 @@ import jax.numpy as jnp
 
 from project.grids import Grid, LinSpacedGrid
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
-from project.model.spec import RESERVED_ARGUMENTS, Model
+from project.model.internal import Fact
+from project.model.names import RESERVED_ARGUMENTS
+from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.expectation import ExpectationPlan
 from project.solver.structure import SavingsProof, prove_savings_form
@@ -79,14 +80,9 @@ class SolvePlan:
         return tuple(g.n_points for g in self.model.states.values())
 
 
-_PLANS: weakref.WeakKeyDictionary[Model, SolvePlan] = weakref.WeakKeyDictionary()
-
-
 def plan_for(model: Model) -> SolvePlan:
     """Return the model's plan, derived once per model object."""
-    if model not in _PLANS:
-        _PLANS[model] = _derive(model)
-    return _PLANS[model]
+    return PLAN.of(model)
 
 
 def general_plan(model: Model) -> SolvePlan:
@@ -122,6 +118,9 @@ def _derive(model: Model) -> SolvePlan:
         expectation=ExpectationPlan.for_model(model),
         structure=_structure(model),
     )
+
+
+PLAN: Fact[SolvePlan] = Fact("solve plan", build=_derive)
 
 
 def _transition_targets(model: Model) -> list[str]:

@@ -13,7 +13,6 @@ the host between periods. With a mesh, V and the policy are sharded along the pe
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from project.devices import mesh_key, value_spec
+from project.model.internal import table
 from project.model.params import unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
@@ -40,7 +40,7 @@ Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], jax.Array]]
 # The report's first columns (checks.value_flags); facts.fact_columns follow.
 FLAG_COLUMNS = ("nan", "posinf", "neginf", "unlocated")
 
-_PROGRAMS: weakref.WeakKeyDictionary[Model, dict[Any, Program]] = weakref.WeakKeyDictionary()
+PROGRAMS = table("grid-search programs by kernels, mesh and dtype")
 
 
 def action_block(plan: SolvePlan, *, backend: str) -> int:
@@ -60,7 +60,7 @@ def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | Non
     backend = jax.default_backend() if mesh is None else mesh.devices.flat[0].platform
     block = action_block(plan, backend=backend)
     key = (kernels, plan.structure, mesh_key(mesh), block, str(float_dtype()))
-    programs = _PROGRAMS.setdefault(plan.model, {})
+    programs = PROGRAMS.of(plan.model)
     if key not in programs:
         programs[key] = jax.jit(_build(plan, kernels=kernels, mesh=mesh, block=block))
     return programs[key]
@@ -154,4 +154,4 @@ def _segments(kernels: tuple[str, ...]) -> list[tuple[str, int, int]]:
 
 def compiled_programs(model: Model) -> int:
     """Return how many solve programs have been compiled for ``model`` (all meshes, choices)."""
-    return sum(program._cache_size() for program in _PROGRAMS.get(model, {}).values())
+    return sum(program._cache_size() for program in PROGRAMS.of(model).values())

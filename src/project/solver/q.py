@@ -18,7 +18,8 @@ import jax.numpy as jnp
 
 from project.grids import Grid, code_combinations
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
-from project.model.spec import DISCOUNT_FACTOR, Model, transition_target
+from project.model.names import DISCOUNT_FACTOR, transition_target
+from project.model.spec import Model
 from project.shocks import shock_tables
 from project.solver.expectation import (
     ExpectationPlan,

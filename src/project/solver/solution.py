@@ -15,6 +15,7 @@ import numpy as np
 from project.deprecation import method_with_old_items, warn_deprecated
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
+from project.model.solution import NO_REGIMES, refuse_regime
 from project.model.spec import Model
 from project.solver.evaluate import evaluate_choice_probabilities, evaluate_grid_solution
 from project.solver.states import validate_states
@@ -47,6 +48,11 @@ class Solution:
     policies: Mapping[str, jax.Array]
     kernels: tuple[str, ...] = field(default=())
     continuation: Callable[[int], jax.Array] | None = field(default=None, repr=False)
+
+    @property
+    def regimes(self) -> Mapping[str, Any]:
+        """Return no regimes: a model without regimes (``SolutionInterface``)."""
+        return NO_REGIMES
 
     def next_value(self, period: int) -> jax.Array:
         """Return what Q of ``period`` reads as next period's V (see ``continuation``)."""
@@ -95,13 +101,16 @@ class Solution:
             for action, indices in self.policy_indices[period].items()
         }
 
-    def value(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+    def value(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> np.ndarray:
         """Return V of ``period`` at ``states`` (arrays broadcast together; off-grid allowed).
 
         The value is the maximum over the action grid of Q at the exact state, with next
         period's V interpolated (with taste shocks, the log-sum over the discrete choices of
         their maxima): on grid points it equals ``values[period]`` to rounding.
         """
+        refuse_regime(model_name=self.model.name, regime=regime)
         flat, shape = validate_states(model=self.model, states=states, period=period)
         value, _ = evaluate_grid_solution(self, period=period, states=flat)
         return value.reshape(shape)
@@ -111,15 +120,22 @@ class Solution:
         advice="solution.policy is a method now: policy(period=, states=) evaluates the policy; "
         "the grid indices per period moved to solution.policy_indices.",
     )
-    def policy(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    def policy(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> dict[str, np.ndarray]:
         """Return the optimal action values of ``period`` at ``states`` (the maximiser of Q).
 
         With taste shocks: the most likely discrete choice and the best continuous actions
         given it.
         """
+        refuse_regime(model_name=self.model.name, regime=regime)
         flat, shape = validate_states(model=self.model, states=states, period=period)
-        _, actions = evaluate_grid_solution(self, period=period, states=flat)
-        return {a: v.reshape(shape) for a, v in actions.items()}
+        policy = self.policy_flat(period=period, states=flat)
+        return {a: v.reshape(shape) for a, v in policy.items()}
+
+    def policy_flat(self, *, period: int, states: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """Return the policy at flat ``states`` as ``validate_states`` gives them, unchecked."""
+        return evaluate_grid_solution(self, period=period, states=states)[1]
 
     @cached_property
     def choice_codes(self) -> dict[str, np.ndarray]:
@@ -133,7 +149,9 @@ class Solution:
         codes = code_combinations(sizes)
         return {a: codes[:, i] for i, a in enumerate(self.model.discrete_actions)}
 
-    def choice_probabilities(self, *, period: int, states: Mapping[str, Any]) -> np.ndarray:
+    def choice_probabilities(
+        self, *, period: int, states: Mapping[str, Any], regime: str | None = None
+    ) -> np.ndarray:
         """Return the probabilities of the discrete choices of ``period`` at ``states``.
 
         The shape is (*broadcast state shape, n_choices); choices are the combinations of the
@@ -142,6 +160,7 @@ class Solution:
         choice at scale 0); without, they are one-hot at the policy's choice. A model without
         discrete actions raises ``ModelSpecificationError``.
         """
+        refuse_regime(model_name=self.model.name, regime=regime)
         _require_discrete_choice(self.model)
         flat, shape = validate_states(model=self.model, states=states, period=period)
         probabilities = evaluate_choice_probabilities(self, period=period, states=flat)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -26,6 +25,7 @@ import numpy as np
 from jax.sharding import Mesh
 
 from project.devices import check_permanent_states, mesh_key, replicate, state_mesh
+from project.model.internal import Fact
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
@@ -56,7 +56,9 @@ from project.solver.transitions import raise_for_invalid_transitions
 
 logger = logging.getLogger("project.solver")
 
-_DEVICE_PARAMS: weakref.WeakKeyDictionary[Model, tuple[str, Any, Any]] = weakref.WeakKeyDictionary()
+DEVICE_PARAMS: Fact[tuple[str, Any, Any] | None] = Fact(
+    "the last params on the devices", build=lambda _model: None
+)
 
 
 def solve_grid(
@@ -187,11 +189,11 @@ def _run(
 
 def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh | None) -> Any:
     """Return the packed params on the devices, reusing the copy of the model's last params."""
-    cached = _DEVICE_PARAMS.get(model)
+    cached = DEVICE_PARAMS.of(model)
     if cached is not None and cached[:2] == (key, mesh_key(mesh)):
         return cached[2]
     placed = jax.device_put(flat_params) if mesh is None else replicate(flat_params, mesh=mesh)
-    _DEVICE_PARAMS[model] = (key, mesh_key(mesh), placed)
+    DEVICE_PARAMS.put(model, (key, mesh_key(mesh), placed))
     return placed
 
 

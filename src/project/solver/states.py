@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from project.errors import InvalidStatesError, ProjectError, StateOutsideGridError
-from project.grids import SHOWN, Grid, check_within_grid
+from project.grid_checks import SHOWN, check_within_grid
+from project.grids import Grid
 from project.model.spec import Model
 
 

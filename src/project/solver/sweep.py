@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -11,6 +10,7 @@ import dags
 import jax
 import jax.numpy as jnp
 
+from project.model.internal import table
 from project.model.spec import Model
 
 
@@ -30,7 +30,7 @@ def composed_function(
     Compositions are cached per model: building one costs about a millisecond and a solve's
     tracing asks for the same few many times.
     """
-    cache = _COMPOSED.setdefault(model, {})
+    cache = COMPOSED.of(model)
     key = tuple(targets)
     if key not in cache:
         func = dags.concatenate_functions(model.dag_functions, targets=targets, return_type="dict")
@@ -38,9 +38,7 @@ def composed_function(
     return cache[key]
 
 
-_COMPOSED: weakref.WeakKeyDictionary[Model, dict[tuple[str, ...], Any]] = (
-    weakref.WeakKeyDictionary()
-)
+COMPOSED = table("compositions by target")
 
 
 def sweep(

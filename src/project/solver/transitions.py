@@ -8,7 +8,6 @@ computed again (``raise_for_invalid_transitions``).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import jax
@@ -16,11 +15,20 @@ import jax.numpy as jnp
 import numpy as np
 
 from project.errors import InvalidTransitionError, ModelSpecificationError
-from project.model.spec import Model, transition_target
+from project.model.internal import Fact
+from project.model.names import transition_target
+from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.sweep import compose, sweep
 
-_STATS: weakref.WeakKeyDictionary[Model, Any] = weakref.WeakKeyDictionary()
+STATS: Fact[Any] = Fact(
+    "transition statistics program",
+    build=lambda model: jax.jit(
+        lambda params, grid_points, periods, ages: transition_stats(
+            model, params=params, grid_points=grid_points, periods=periods, ages=ages
+        )
+    ),
+)
 
 
 def transition_inputs(model: Model, state: str) -> list[str]:
@@ -83,13 +91,7 @@ def raise_for_invalid_transitions(
     model: Model, *, params: dict[str, Any], grid_points: dict[str, jnp.ndarray]
 ) -> None:
     """Raise ``InvalidTransitionError`` naming the state and period of the first bad vector."""
-    if model not in _STATS:
-        _STATS[model] = jax.jit(
-            lambda params, grid_points, periods, ages: transition_stats(
-                model, params=params, grid_points=grid_points, periods=periods, ages=ages
-            )
-        )
-    stats = _STATS[model](
+    stats = STATS.of(model)(
         params,
         grid_points,
         jnp.arange(model.n_periods, dtype=jnp.int32),

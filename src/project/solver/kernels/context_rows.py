@@ -15,7 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.model.spec import transition_target
+from project.model.names import transition_target
 from project.solver.expectation import for_actions
 from project.solver.interpolation import interpolate_value
 from project.solver.plan import SolvePlan

@@ -25,7 +25,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project.model.spec import DISCOUNT_FACTOR
+from project.model.names import DISCOUNT_FACTOR
 from project.solver.choice import finish, running_best
 from project.solver.kernels.base import Kernel, prepared_next_value
 from project.solver.kernels.context_rows import build_row_function
