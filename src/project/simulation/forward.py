@@ -64,6 +64,50 @@ def simulate(
     started in period 0. ``memory_limit`` (as in ``solve``): where one pass, or chunks of
     ``subject_batch_size``, would not fit, the largest chunk that fits runs (``chunks.py``).
     """
+    _check_arguments(
+        solution=solution, seed=seed, subject_batch_size=subject_batch_size, log_level=log_level
+    )
+    if solution.regimes:
+        return simulate_regimes(
+            params=params,
+            initial_conditions=initial_conditions,
+            solution=solution,
+            seed=seed,
+            subject_batch_size=subject_batch_size,
+            start_period=start_period,
+            memory_limit=memory_limit,
+            log_level=log_level,
+        )
+    model = solution.model
+    params, initial, memory, mesh = _planned(
+        solution=solution,
+        params=params,
+        initial_conditions=initial_conditions,
+        start_period=start_period,
+        subject_batch_size=subject_batch_size,
+        memory_limit=memory_limit,
+    )
+    n_subjects, chunk = len(next(iter(initial.values()))), memory.chunk
+    run = _Run(solution=solution, params=params, seed=seed, start_period=start_period, mesh=mesh)
+    columns = _simulated_columns(
+        run, initial, chunk=chunk, n_subjects=n_subjects, log_level=log_level
+    )
+    if log_level == "progress":
+        memory.log(what=f"simulating {n_subjects} subjects in chunks of {chunk}")
+    _check_simulated_values(values=columns["value"], log_level=log_level, start_period=start_period)
+    return SimulationResult.from_simulation(
+        model=model,
+        params=run.params,
+        solution=solution,
+        columns=columns,
+        seed=seed,
+        subject_batch_size=subject_batch_size,
+        start_period=start_period,
+    )
+
+
+def _check_arguments(*, solution: Any, seed: int, subject_batch_size: Any, log_level: str) -> None:
+    """Raise for a log level, seed, solution or subject batch size ``simulate`` cannot take."""
     check_log_level(log_level)
     check_seed(seed)
     if not isinstance(solution, SolutionInterface):
@@ -79,100 +123,123 @@ def simulate(
     ):
         msg = f"subject_batch_size must be an int >= 0, got {subject_batch_size!r}."
         raise InitialConditionsError(msg)
-    if solution.regimes:
-        return simulate_regimes(
-            params=params,
-            initial_conditions=initial_conditions,
-            solution=solution,
-            seed=seed,
-            subject_batch_size=subject_batch_size,
-            start_period=start_period,
-            memory_limit=memory_limit,
-            log_level=log_level,
-        )
-    model = solution.model
+
+
+def _planned(
+    *,
+    solution: Any,
+    params: Mapping[str, Any],
+    initial_conditions: Any,
+    start_period: int,
+    subject_batch_size: int,
+    memory_limit: Any,
+) -> tuple[dict[str, Any], dict[str, np.ndarray], Any, Mesh | None]:
+    """Return the checked params and initial states, the chunk plan and the subjects' mesh."""
+    model, method = solution.model, solution.method
     check_start_period(start_period=start_period, n_periods=model.n_periods)
     params = validate_params(model=model, params=params)
     check_solved_params(model_name=model.name, params=params, solved=solution.params)
-    method = solution.method
     initial = validate_initial_conditions(
         model=model, initial_conditions=initial_conditions, method=method
     )
-    n_subjects = len(next(iter(initial.values())))
     devices = value_devices(solution.value_function[0]) if method == "grid" else jax.devices()[:1]
-    mesh = subject_mesh(devices) if len(devices) > 1 else None
     memory = plan_chunk(  # the chunk of subjects that fits memory_limit (results are the same)
         solution=solution,
-        n_subjects=n_subjects,
+        n_subjects=len(next(iter(initial.values()))),
         n_periods=model.n_periods - start_period,
         subject_batch_size=subject_batch_size,
         devices=devices,
         memory_limit=memory_limit,
     )
-    chunk = memory.chunk
-    padded = -(-n_subjects // chunk) * chunk
-    float_dtype = working_float_dtype()
-    grid_points = grid_points_of(model)
-    if mesh is not None:
-        params, grid_points = replicate((params, grid_points), mesh=mesh)
-    steps = steps_for(model, method=method)
-    periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
-    ages = [jnp.asarray(a, dtype=float_dtype) for a in model.ages]
-    if method in ("egm", "dcegm"):
-        expected = {
-            t: (solution.period_arrays(t), solution.savings[0])
-            for t in range(start_period, model.n_periods)
-        }
-    else:
-        # The last period reads a V of zeros and discards the continuation, like the solver.
-        expected = {
-            t: _replicated(
-                steps["expected"](solution.next_value(t), params, grid_points, periods[t], ages[t]),
-                mesh=mesh,
-            )
-            for t in range(start_period, model.n_periods)
-        }
-    columns = _empty_columns(
-        model=model,
-        n_subjects=n_subjects,
-        n_periods=model.n_periods - start_period,
-        float_dtype=float_dtype,
-    )
-    started = time.perf_counter()
-    for start in range(0, padded, chunk):
-        ids = np.arange(start, start + chunk)
+    return params, initial, memory, subject_mesh(devices) if len(devices) > 1 else None
+
+
+class _Run:
+    """One simulation's compiled steps and what they read each period, for chunk after chunk."""
+
+    def __init__(
+        self,
+        *,
+        solution: Any,
+        params: Any,
+        seed: int,
+        start_period: int,
+        mesh: Mesh | None,
+    ) -> None:
+        self.model = model = solution.model
+        self.steps = steps_for(model, method=solution.method)
+        grid_points = grid_points_of(model)
+        if mesh is not None:  # every device holds the params and grids
+            params, grid_points = replicate((params, grid_points), mesh=mesh)
+        self.params, self.grid_points, self.seed, self.mesh = params, grid_points, seed, mesh
+        self.float_dtype = working_float_dtype()
+        self.periods = [jnp.asarray(t, dtype=jnp.int32) for t in range(model.n_periods)]
+        self.ages = [jnp.asarray(a, dtype=self.float_dtype) for a in model.ages]
+        self.times = range(start_period, model.n_periods)
+        if solution.method in ("egm", "dcegm"):
+            self.expected = {
+                t: (solution.period_arrays(t), solution.savings[0]) for t in self.times
+            }
+        else:
+            # The last period reads a V of zeros and discards the continuation, like the solver.
+            self.expected = {
+                t: _replicated(
+                    self.steps["expected"](
+                        solution.next_value(t), params, grid_points, self.periods[t], self.ages[t]
+                    ),
+                    mesh=mesh,
+                )
+                for t in self.times
+            }
+
+    def chunk(
+        self, initial: Mapping[str, np.ndarray], *, ids: np.ndarray, n_subjects: int
+    ) -> list[Any]:
+        """Return the states, actions and V of every period of subjects ``ids`` (padded)."""
         rows = np.minimum(ids, n_subjects - 1)
         states = {
             name: _place(
-                values[rows].astype(np.int32 if model.states[name].is_discrete else float_dtype),
-                mesh=mesh,
+                values[rows].astype(
+                    np.int32 if self.model.states[name].is_discrete else self.float_dtype
+                ),
+                mesh=self.mesh,
             )
             for name, values in initial.items()
         }
-        subject_ids = _place(ids.astype(np.int32), mesh=mesh)
+        subject_ids = _place(ids.astype(np.int32), mesh=self.mesh)
         history = []
-        for t in range(start_period, model.n_periods):
-            terminal = t == model.n_periods - 1
-            step = steps["terminal"] if terminal else steps["regular"]
+        for t in self.times:
+            step = self.steps["terminal" if t == self.model.n_periods - 1 else "regular"]
             actions, value, next_states = step(
                 states,
                 subject_ids,
-                expected[t],
-                params,
-                grid_points,
-                periods[t],
-                ages[t],
-                seed,
+                self.expected[t],
+                self.params,
+                self.grid_points,
+                self.periods[t],
+                self.ages[t],
+                self.seed,
             )
             history.append((states, actions, value))
             states = next_states
-        on_host = jax.device_get(history)
-        keep = ids < n_subjects
-        for t, (period_states, period_actions, period_value) in enumerate(on_host):
-            target = ids[keep]
-            for name, values in {**period_states, **period_actions}.items():
-                columns[name][target, t] = np.asarray(values)[keep]
-            columns["value"][target, t] = np.asarray(period_value)[keep]
+        return history
+
+
+def _simulated_columns(
+    run: _Run, initial: Mapping[str, np.ndarray], *, chunk: int, n_subjects: int, log_level: str
+) -> dict[str, np.ndarray]:
+    """Return every column (subject, period) from running chunk after chunk of subjects."""
+    columns = _empty_columns(
+        model=run.model,
+        n_subjects=n_subjects,
+        n_periods=len(run.times),
+        float_dtype=run.float_dtype,
+    )
+    started = time.perf_counter()
+    for start in range(0, -(-n_subjects // chunk) * chunk, chunk):
+        ids = np.arange(start, start + chunk)
+        history = run.chunk(initial, ids=ids, n_subjects=n_subjects)
+        _record(columns, history=jax.device_get(history), ids=ids, n_subjects=n_subjects)
         if log_level == "progress":
             logger.info(
                 "Simulated subjects %d-%d of %d (%.2f s).",
@@ -181,18 +248,19 @@ def simulate(
                 n_subjects,
                 time.perf_counter() - started,
             )
-    if log_level == "progress":
-        memory.log(what=f"simulating {n_subjects} subjects in chunks of {chunk}")
-    _check_simulated_values(values=columns["value"], log_level=log_level, start_period=start_period)
-    return SimulationResult.from_simulation(
-        model=model,
-        params=params,
-        solution=solution,
-        columns=columns,
-        seed=seed,
-        subject_batch_size=subject_batch_size,
-        start_period=start_period,
-    )
+    return columns
+
+
+def _record(
+    columns: dict[str, np.ndarray], *, history: list[Any], ids: np.ndarray, n_subjects: int
+) -> None:
+    """Write a chunk's states, actions and V of every period into ``columns`` (padding dropped)."""
+    keep = ids < n_subjects
+    target = ids[keep]
+    for t, (period_states, period_actions, period_value) in enumerate(history):
+        for name, values in {**period_states, **period_actions}.items():
+            columns[name][target, t] = np.asarray(values)[keep]
+        columns["value"][target, t] = np.asarray(period_value)[keep]
 
 
 def _place(host: np.ndarray, *, mesh: Mesh | None) -> jax.Array:
