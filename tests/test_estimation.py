@@ -703,7 +703,7 @@ def test_a_multistart_keeps_the_end_point_with_the_lowest_criterion_not_the_repo
     a value that is not the criterion at its end point, so the end points are compared anew."""
     from types import SimpleNamespace
 
-    from project.estimation.msm import best_end_point
+    from project.estimation.search import best_end_point
 
     first = SimpleNamespace(params=np.array([1.0, 0.9]), success=True, message="first")
     second = SimpleNamespace(params=np.array([1.2, 0.8]), success=False, message="second")
