@@ -262,7 +262,7 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
 
 
 def variant(**fields):
-    from project.settings import Variant
+    from project.config import Variant
 
     return Variant(**({"name": "v"} | fields))
 
@@ -274,8 +274,8 @@ def variant_model(model="lifecycle", **sizes):
 
 
 def variant_params(**params):
+    from project.config import Variant
     from project.pipeline import variant_params as resolve
-    from project.settings import Variant
 
     return resolve(variant=Variant(name="v", params=params), model=LIFECYCLE)
 
@@ -289,7 +289,7 @@ def split_variant(*, model="lifecycle", processes=2, **sizes):
 
 
 def check(**fields):
-    from project.settings import RobustnessCheck
+    from project.config import RobustnessCheck
 
     return RobustnessCheck(**({"name": "c", "description": "d", "params": {"r": 0.02}} | fields))
 

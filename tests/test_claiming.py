@@ -15,6 +15,7 @@ import math
 import numpy as np
 import pytest
 
+from project.config import SimulationSettings
 from project.estimation import EstimationError
 from project.estimation.claiming import (
     calibrate,
@@ -25,7 +26,6 @@ from project.estimation.claiming import (
 )
 from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
-from project.settings import SimulationSettings
 from project.simulation import draw_initial_conditions
 
 

@@ -82,7 +82,7 @@ def panel(solved):
     """A small simulated panel of the solved model with its income units, and its seed."""
     import jax
 
-    from project.settings import SimulationSettings
+    from project.config import SimulationSettings
     from project.simulation import draw_initial_conditions, simulate
 
     params, solution = solved

@@ -16,14 +16,13 @@ import numpy as np
 import pytest
 
 from project import solve
-from project.config import VARIANTS
+from project.config import VARIANTS, Variant
 from project.errors import ConfigurationError, DistributedSolveError
 from project.imports import modules_run_by
 from project.launch import LAUNCHER_ENV, chosen_launcher
 from project.models import lifecycle
 from project.persist.solution import load_solution
 from project.pipeline import build_variant_model, solve_variant, variant_specification
-from project.settings import Variant
 
 SIZES = {"n_wealth": 16, "n_consumption": 16, "n_periods": 4, "start_age": 66, "n_types": 4}
 TWO_PROCESSES = Variant(

@@ -10,6 +10,7 @@ living regimes define the ratio only in part is refused.
 import numpy as np
 import pytest
 
+from project.config import SimulationSettings
 from project.dispatch import solve
 from project.estimation import EstimationError
 from project.estimation.lifecycle import LifecycleMoments
@@ -17,7 +18,6 @@ from project.model import Model
 from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
 from project.regimes import RegimeModel
-from project.settings import SimulationSettings
 from project.simulation import draw_initial_conditions, simulate
 
 GROUPS = ((25, 30), (40, 45), (55, 60), (70, 75), (85, 90))

@@ -29,13 +29,12 @@ from project.analysis.robustness import (
     write_robustness_table,
 )
 from project.analysis.table_cells import format_cells
-from project.config import ESTIMATION, ROBUSTNESS, VARIANTS
+from project.config import ESTIMATION, ROBUSTNESS, VARIANTS, EstimationSettings
 from project.errors import ConfigurationError
 from project.estimation.products import SavedEstimation
 from project.estimation.robustness import robustness_settings, robustness_specification
 from project.models import lifecycle_normalised
 from project.pipeline import variant_specification
-from project.settings import EstimationSettings
 
 PROTECTED = ["crra", "beta", "work_cost"]
 

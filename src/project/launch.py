@@ -1,6 +1,6 @@
 """Solve one variant in several processes (JAX multi-process): check, launch, wait.
 
-A variant with ``processes`` > 1 (``project.settings.Variant``) is solved by that many processes
+A variant with ``processes`` > 1 (``project.config.Variant``) is solved by that many processes
 of ``python -m project.solve_worker``, each holding its share of the blocks of the model's
 ``distributed`` states on its devices; every process saves its blocks into the one product
 (``project.persist.solution.save_solution``), which the primary publishes. The launcher:

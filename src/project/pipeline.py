@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import pandas as pd
 
-from project.config import DATA
+from project.config import DATA, SimulationSettings, Variant
 from project.dispatch import solve
 from project.errors import CheckpointError, ConfigurationError, ParamsError
 from project.estimation.calibrated import calibrated_value, estimate_calibrated
@@ -48,7 +48,6 @@ from project.persist.solution import (
     save_solution,
 )
 from project.points import precision
-from project.settings import SimulationSettings, Variant
 from project.simulation import SimulationResult, draw_initial_conditions, simulate
 from project.solver import Solution
 from project.taste_shocks import TASTE_SHOCK_SCALE

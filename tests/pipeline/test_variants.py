@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from project import pipeline
-from project.config import DEFAULT_VARIANT, PROFILE, VARIANTS
+from project.config import DEFAULT_VARIANT, PROFILE, VARIANTS, SimulationSettings
 from project.dispatch import choose_method
 from project.errors import ConfigurationError, ParamsError
 from project.persist.bundle import load_table
@@ -30,7 +30,6 @@ from project.pipeline import (
     variant_precision,
     variant_specification,
 )
-from project.settings import SimulationSettings
 from project.taste_shocks import TASTE_SHOCK_SCALE
 
 CUT = "benefit_cut"
@@ -186,8 +185,8 @@ def test_the_cut_delays_claims_and_raises_saving_before_them(solved):
     "name", ["../escape", "/abs/path", "", "baseline variant", "1st", "a/b", ".hidden", None]
 )
 def test_unsafe_variant_names_are_refused(name):
+    from project.config import Variant
     from project.errors import ConfigurationError
-    from project.settings import Variant
 
     with pytest.raises(ConfigurationError, match=r"not a safe identifier.*bld/<name>"):
         Variant(name=name)

@@ -44,7 +44,7 @@ def prepare_data(
 ) -> None:
     """Write the SCF moments and the survival probabilities chosen by ``settings``.
 
-    ``settings`` holds the fields of ``project.settings.DataSettings``; ``products`` maps
+    ``settings`` holds the fields of ``project.config.DataSettings``; ``products`` maps
     ``PRODUCT_KEYS`` to paths. ``provenance`` goes to the tables' schema metadata; by default
     ``product_provenance`` of ``settings``.
     """

@@ -2,7 +2,7 @@
 
 Contract: ``estimate_calibrated(model=..., specification=..., moments=...,
 initial_distribution=..., settings=...)`` takes what ``estimate_variant`` takes, with
-``settings["calibration"]`` a ``project.settings.CalibrationTarget`` as a dict (the param, the
+``settings["calibration"]`` a ``project.config.CalibrationTarget`` as a dict (the param, the
 choice whose simulated share must meet ``share`` at ``age - lag``, the start, the bounds, the
 tolerance and the most rounds), and returns an ``EstimationOutcome`` whose ``calibrated``
 records the calibration: the param and its settled value, the fact (and ``decision_age``, where
