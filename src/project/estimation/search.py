@@ -42,10 +42,7 @@ def search(
     derivatives = _exact_derivatives(simulator=simulator, algorithm=algorithm)
     # Fail early, naming the moments, where the start is infeasible (with exact derivatives as
     # the search will use them: a simulator compiles a program for each kind).
-    if derivatives:
-        simulator.with_jacobian(space.start)
-    else:
-        simulator(space.start)
+    (simulator.with_jacobian if derivatives else simulator)(space.start)
 
     @om.mark.least_squares
     def weighted_residuals(values: np.ndarray) -> np.ndarray:
