@@ -35,9 +35,8 @@ def search(
 ) -> tuple[Any, np.ndarray, bool, str, int]:
     """Minimise the weighted squared residuals; return optimagic's result, the kept end point.
 
-    Also whether it converged, optimagic's message and the optimiser's evaluations.
-
-    Raises ``EstimationError`` where the search did not converge and ``on_failure`` is "raise".
+    Also whether it converged, optimagic's message and the optimiser's evaluations (raises
+    ``EstimationError`` where it did not converge and ``on_failure`` is "raise").
     """
     derivatives = _exact_derivatives(simulator=simulator, algorithm=algorithm)
     # Fail early, naming the moments, where the start is infeasible (with exact derivatives as
@@ -75,15 +74,20 @@ def search(
         raw, criterion=lambda values: float(np.sum(problem.residuals(simulator(values)) ** 2))
     )
     if not converged:
-        text = (
+        _not_converged(
             f"The optimiser {algorithm} did not converge ({message}) after "
             f"{n_evaluations} evaluations; last params {space.as_dict(estimates)}. Try "
-            "another start, algorithm, multistart, or a larger relative_step."
+            "another start, algorithm, multistart, or a larger relative_step.",
+            on_failure=on_failure,
         )
-        if on_failure == "raise":
-            raise EstimationError(text)
-        logger.warning("%s The result is kept with converged=False.", text)
     return raw, estimates, converged, message, n_evaluations
+
+
+def _not_converged(text: str, *, on_failure: str) -> None:
+    """Raise ``EstimationError`` with ``text`` (``on_failure="raise"``), else log it."""
+    if on_failure == "raise":
+        raise EstimationError(text)
+    logger.warning("%s The result is kept with converged=False.", text)
 
 
 def moments_and_jacobian_at(
