@@ -138,13 +138,7 @@ def estimate_variant(
     with precision(x64=bool(settings.get("x64", True))):
         started = time.perf_counter()
         settings = dict(settings)
-        if set(settings["start"]) != set(settings["estimated"]):
-            msg = (
-                f"The estimation's start {sorted(settings['start'])} must give exactly the "
-                f"estimated params {list(settings['estimated'])}; fix ESTIMATION in "
-                "src/project/config.py."
-            )
-            raise EstimationError(msg)
+        _check_start(settings)
         groups = [(int(lo), int(hi)) for lo, hi in settings["age_groups"]]
         data = data_moments(moments=moments, age_groups=groups)
         if simulator is None:
@@ -154,77 +148,124 @@ def estimate_variant(
                 initial_distribution=initial_distribution,
                 settings=settings,
             )
-        wanted = [(float(lo), float(hi)) for lo, hi in groups]
-        if (
-            tuple(simulator.estimated) != tuple(settings["estimated"])
-            or list(simulator.age_groups) != wanted
-        ):
-            msg = (
-                f"The moments vary {list(simulator.estimated)} on the age groups "
-                f"{list(simulator.age_groups)}; the settings estimate "
-                f"{list(settings['estimated'])} on {wanted}: give moments of the settings."
-            )
-            raise EstimationError(msg)
-        # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
-        # path, and on this objective the optimum it reaches, depends on the order of the params.
-        start = {name: float(settings["start"][name]) for name in settings["estimated"]}
-        n_simulated = simulator.living_subjects(start)
-        bounds = {name: tuple(bound) for name, bound in settings["bounds"].items()}
-        common = {
-            "simulate_moments": simulator,
-            "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
-            "data_variances": data[f"variance_of_mean_{DATA_COLUMN}"].to_numpy(),
-            "n_data": data["n_households"].to_numpy(),
-            "n_simulated": n_simulated,
-            "start_params": start,
-            "bounds": bounds,
-            "moment_names": simulator.moment_names,
-            "algorithm": settings["algorithm"],
-            "algo_options": settings["algo_options"],
-            "relative_step": float(settings["relative_step"]),
-            "on_failure": "warn",
-            "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
-            "weighting": str(settings.get("weighting", "data")),
-        }
+        _check_simulator(simulator, settings=settings, groups=groups)
+        common = _msm_arguments(simulator, data=data, settings=settings)
         options = _multistart(
-            int(settings["n_starts"]), seed=int(settings["seed"]), start=start, bounds=bounds
+            int(settings["n_starts"]),
+            seed=int(settings["seed"]),
+            start=common["start_params"],
+            bounds=common["bounds"],
         )
         name = "from the start" if options is False else "multistart"
         searches = {name: estimate_msm(**common, multistart=options)}
         result = searches[name]
-        by_step = {
-            str(float(step)): step_standard_errors(
-                simulate_moments=simulator, result=result, step=float(step)
-            )
-            for step in settings.get("alternative_steps", ())
-        }
-        profiles = (
-            criterion_profiles(simulate_moments=simulator, result=result)
-            if settings.get("profiles", True)
-            else {}
-        )
-        outcome = EstimationOutcome(
+        return _outcome(
+            simulator,
             variant=str(specification["name"]),
+            searches=searches,
             result=result,
             settings=settings,
-            seconds=time.perf_counter() - started,
-            warnings=visible_warnings(result),
-            searches={
-                name: search_record(found, kept=found is result)
-                | ({"std_errors_by_step": by_step} if found is result and by_step else {})
-                for name, found in searches.items()
-            },
-            profiles=profiles,
+            started=started,
         )
-        for warning in outcome.warnings:
-            logger.warning("Estimation of %r: %s", outcome.variant, warning)
-        logger.info(
-            "Estimated %r in %.0f s: %s",
-            outcome.variant,
-            outcome.seconds,
-            ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
+
+
+def _outcome(
+    simulator: Any,
+    *,
+    variant: str,
+    searches: dict[str, Any],
+    result: Any,
+    settings: dict[str, Any],
+    started: float,
+) -> EstimationOutcome:
+    """Return the outcome: the kept search's result, step checks, profiles, warnings logged."""
+    by_step = {
+        str(float(step)): step_standard_errors(
+            simulate_moments=simulator, result=result, step=float(step)
         )
-        return outcome
+        for step in settings.get("alternative_steps", ())
+    }
+    profiles = (
+        criterion_profiles(simulate_moments=simulator, result=result)
+        if settings.get("profiles", True)
+        else {}
+    )
+    outcome = EstimationOutcome(
+        variant=variant,
+        result=result,
+        settings=settings,
+        seconds=time.perf_counter() - started,
+        warnings=visible_warnings(result),
+        searches={
+            name: search_record(found, kept=found is result)
+            | ({"std_errors_by_step": by_step} if found is result and by_step else {})
+            for name, found in searches.items()
+        },
+        profiles=profiles,
+    )
+    for warning in outcome.warnings:
+        logger.warning("Estimation of %r: %s", outcome.variant, warning)
+    logger.info(
+        "Estimated %r in %.0f s: %s",
+        outcome.variant,
+        outcome.seconds,
+        ", ".join(f"{n} = {v:.4g}" for n, v in result.params.items()),
+    )
+    return outcome
+
+
+def _check_start(settings: Mapping[str, Any]) -> None:
+    """Raise unless the settings' start gives exactly the estimated params."""
+    if set(settings["start"]) != set(settings["estimated"]):
+        msg = (
+            f"The estimation's start {sorted(settings['start'])} must give exactly the "
+            f"estimated params {list(settings['estimated'])}; fix ESTIMATION in "
+            "src/project/config.py."
+        )
+        raise EstimationError(msg)
+
+
+def _check_simulator(
+    simulator: Any, *, settings: Mapping[str, Any], groups: list[tuple[int, int]]
+) -> None:
+    """Raise unless the moments vary the settings' params on the settings' age groups."""
+    wanted = [(float(lo), float(hi)) for lo, hi in groups]
+    if (
+        tuple(simulator.estimated) != tuple(settings["estimated"])
+        or list(simulator.age_groups) != wanted
+    ):
+        msg = (
+            f"The moments vary {list(simulator.estimated)} on the age groups "
+            f"{list(simulator.age_groups)}; the settings estimate "
+            f"{list(settings['estimated'])} on {wanted}: give moments of the settings."
+        )
+        raise EstimationError(msg)
+
+
+def _msm_arguments(
+    simulator: Any, *, data: pd.DataFrame, settings: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return ``estimate_msm``'s arguments but the multistart: data, start, bounds, options."""
+    # In the order of ``estimated`` (the settings' JSON sorts the start's keys): the optimiser's
+    # path, and on this objective the optimum it reaches, depends on the order of the params.
+    start = {name: float(settings["start"][name]) for name in settings["estimated"]}
+    n_simulated = simulator.living_subjects(start)
+    return {
+        "simulate_moments": simulator,
+        "data_moments": data[f"mean_{DATA_COLUMN}"].to_numpy(),
+        "data_variances": data[f"variance_of_mean_{DATA_COLUMN}"].to_numpy(),
+        "n_data": data["n_households"].to_numpy(),
+        "n_simulated": n_simulated,
+        "start_params": start,
+        "bounds": {name: tuple(bound) for name, bound in settings["bounds"].items()},
+        "moment_names": simulator.moment_names,
+        "algorithm": settings["algorithm"],
+        "algo_options": settings["algo_options"],
+        "relative_step": float(settings["relative_step"]),
+        "on_failure": "warn",
+        "moments_and_jacobian": simulator.jacobian if settings.get("smooth") else None,
+        "weighting": str(settings.get("weighting", "data")),
+    }
 
 
 def moments_of(
