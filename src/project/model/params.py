@@ -28,32 +28,7 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
 def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
     """Return params as float NumPy arrays (working precision) after checking names and shapes."""
     template = model.params_template
-    if not isinstance(params, Mapping):
-        msg = (
-            f"Model {model.name!r}: params must be a mapping of names to numbers, got "
-            f"{type(params).__name__}. Give e.g. {dict.fromkeys(template, 0.0)}."
-        )
-        raise ParamsError(msg)
-    missing = sorted(set(template) - set(params))
-    extra = sorted(set(params) - set(template))
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {missing}")
-        if extra:
-            parts.append(f"unexpected {extra}")
-        hint = (
-            f" Every function argument that is not a state, action, function, shock, age or "
-            f"period is a parameter: if {missing} are choices, declare them in actions (a "
-            "continuous one that EGM/DC-EGM computes as ContinuousAction(), without a grid)."
-            if missing
-            else ""
-        )
-        msg = (
-            f"Model {model.name!r}: params are {' and '.join(parts)}. Expected exactly "
-            f"{list(template)} (see model.params_template).{hint}"
-        )
-        raise ParamsError(msg)
+    _check_names(model=model, params=params, template=template)
     converted: dict[str, np.ndarray] = {}
     wrong = []
     for key, shape in template.items():
@@ -87,6 +62,36 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
         check_taste_shock_scale(model_name=model.name, params=converted)
     _check_values(model_name=model.name, params=converted)
     return converted
+
+
+def _check_names(*, model: Model, params: Any, template: Mapping[str, Any]) -> None:
+    """Raise ``ParamsError`` unless ``params`` maps exactly the template's names."""
+    if not isinstance(params, Mapping):
+        msg = (
+            f"Model {model.name!r}: params must be a mapping of names to numbers, got "
+            f"{type(params).__name__}. Give e.g. {dict.fromkeys(template, 0.0)}."
+        )
+        raise ParamsError(msg)
+    missing = sorted(set(template) - set(params))
+    extra = sorted(set(params) - set(template))
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing {missing}")
+        if extra:
+            parts.append(f"unexpected {extra}")
+        hint = (
+            f" Every function argument that is not a state, action, function, shock, age or "
+            f"period is a parameter: if {missing} are choices, declare them in actions (a "
+            "continuous one that EGM/DC-EGM computes as ContinuousAction(), without a grid)."
+            if missing
+            else ""
+        )
+        msg = (
+            f"Model {model.name!r}: params are {' and '.join(parts)}. Expected exactly "
+            f"{list(template)} (see model.params_template).{hint}"
+        )
+        raise ParamsError(msg)
 
 
 def _check_values(*, model_name: str, params: Mapping[str, np.ndarray]) -> None:

@@ -163,26 +163,8 @@ def load_solution(
     directory = Path(directory).absolute()
     verify_directory(directory, kind=KIND, hint=REBUILD_HINT)
     metadata = read_metadata(directory)
-    saved = metadata["model"]
-    if isinstance(model, RegimeModel) != ("regimes" in saved):
-        msg = (
-            f"{directory} holds a solution of a model {'with' if 'regimes' in saved else 'without'}"
-            f" regimes; {model.name!r} is {'' if isinstance(model, RegimeModel) else 'not '}one. "
-            "Rebuild it with `pytask` or load it with the matching model."
-        )
-        raise CheckpointError(msg)
     method = metadata.get("method", "grid")
-    if isinstance(model, RegimeModel):
-        views = model.regimes
-        if sorted(saved["regimes"]) != sorted(model.regime_names):
-            msg = (
-                f"{directory} holds a solution with regimes {sorted(saved['regimes'])}, not "
-                f"{sorted(model.regime_names)}. Rebuild it with `pytask`."
-            )
-            raise CheckpointError(msg)
-        described = {r: saved["regimes"][r] for r in views}
-    else:
-        views, described = {None: model}, {None: saved}
+    views, described = _saved_views(directory, model=model, saved=metadata["model"])
     for view_model, view_saved in ((views[r], described[r]) for r in views):
         _check_grids(directory, model=view_model, saved=view_saved, method=method)
     targets = {
@@ -203,8 +185,40 @@ def load_solution(
     kernels = metadata.get("kernels", ())
     if not isinstance(model, RegimeModel):
         return _solution_from_tree(model, tree, method=method, params=params, kernels=kernels)
+    return _regime_solution(model, tree=tree, method=method, params=params, kernels=kernels)
+
+
+def _saved_views(
+    directory: Path, *, model: Model | RegimeModel, saved: dict[str, Any]
+) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    """Return the models to restore (a regime's view each) and their saved descriptions.
+
+    Raises ``CheckpointError`` where the saved solution has other regimes than ``model``.
+    """
+    if isinstance(model, RegimeModel) != ("regimes" in saved):
+        msg = (
+            f"{directory} holds a solution of a model {'with' if 'regimes' in saved else 'without'}"
+            f" regimes; {model.name!r} is {'' if isinstance(model, RegimeModel) else 'not '}one. "
+            "Rebuild it with `pytask` or load it with the matching model."
+        )
+        raise CheckpointError(msg)
+    if not isinstance(model, RegimeModel):
+        return {None: model}, {None: saved}
+    if sorted(saved["regimes"]) != sorted(model.regime_names):
+        msg = (
+            f"{directory} holds a solution with regimes {sorted(saved['regimes'])}, not "
+            f"{sorted(model.regime_names)}. Rebuild it with `pytask`."
+        )
+        raise CheckpointError(msg)
+    return model.regimes, {r: saved["regimes"][r] for r in model.regimes}
+
+
+def _regime_solution(
+    model: RegimeModel, *, tree: Any, method: str, params: dict[str, Any], kernels: Any
+) -> RegimeSolution:
+    """Return the solution of every regime from the restored tree, the regimes linked."""
     solutions: dict[str, Solution | EGMSolution] = {}
-    for regime, view in views.items():
+    for regime, view in model.regimes.items():
         solutions[regime] = _solution_from_tree(
             view,
             tree["regimes"][regime],
