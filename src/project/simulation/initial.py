@@ -133,32 +133,37 @@ def draw_initial_conditions(
                 f"{{'probabilities': [...]}}, got {distribution[name]!r}."
             )
             raise InitialConditionsError(msg)
-        spec = dict(distribution[name])
-        _check_continuous_spec(name=name, spec=spec)
-        if "value" in spec:
-            drawn[name] = np.full(n_subjects, spec["value"])
-        elif "label" in spec:
-            _check_discrete_spec(name=name, grid=grid, spec=spec)
-            drawn[name] = np.full(n_subjects, grid.labels.index(spec["label"]), dtype=np.int32)
-        elif "probabilities" in spec:
-            _check_discrete_spec(name=name, grid=grid, spec=spec)
-            drawn[name] = rng.choice(
-                grid.n_points, size=n_subjects, p=spec["probabilities"]
-            ).astype(np.int32)
-        elif "uniform" in spec:
-            drawn[name] = rng.uniform(*spec["uniform"], size=n_subjects)
-        elif "lognormal" in spec:
-            drawn[name] = np.clip(
-                rng.lognormal(*spec["lognormal"], size=n_subjects),
-                *spec.get("clip", (-np.inf, np.inf)),
-            )
-        else:
-            msg = f"Unknown initial distribution {spec} for state {name!r}."
-            raise InitialConditionsError(msg)
+        drawn[name] = _drawn(
+            name=name, grid=grid, spec=dict(distribution[name]), n_subjects=n_subjects, rng=rng
+        )
     if isinstance(model, RegimeModel):
         regime, states = validate_regime_initial_conditions(model=model, initial_conditions=drawn)
         return {REGIME: regime, **states}
     return validate_initial_conditions(model=model, initial_conditions=drawn)
+
+
+def _drawn(
+    *, name: str, grid: Any, spec: dict[str, Any], n_subjects: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Return ``n_subjects`` draws of state ``name`` from its entry ``spec`` (checked first)."""
+    _check_continuous_spec(name=name, spec=spec)
+    if "value" in spec:
+        return np.full(n_subjects, spec["value"])
+    if "label" in spec:
+        _check_discrete_spec(name=name, grid=grid, spec=spec)
+        return np.full(n_subjects, grid.labels.index(spec["label"]), dtype=np.int32)
+    if "probabilities" in spec:
+        _check_discrete_spec(name=name, grid=grid, spec=spec)
+        return rng.choice(grid.n_points, size=n_subjects, p=spec["probabilities"]).astype(np.int32)
+    if "uniform" in spec:
+        return rng.uniform(*spec["uniform"], size=n_subjects)
+    if "lognormal" in spec:
+        return np.clip(
+            rng.lognormal(*spec["lognormal"], size=n_subjects),
+            *spec.get("clip", (-np.inf, np.inf)),
+        )
+    msg = f"Unknown initial distribution {spec} for state {name!r}."
+    raise InitialConditionsError(msg)
 
 
 def check_seed(seed: Any) -> None:
