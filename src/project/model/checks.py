@@ -114,6 +114,12 @@ def validate_names(model: Model) -> None:
     if overlap:
         msg = f"Model {name!r}: {overlap} are both functions and constraints. Rename them."
         raise ModelSpecificationError(msg)
+    validate_laws_of_motion(model)
+
+
+def validate_laws_of_motion(model: Model) -> None:
+    """Raise unless every state has one law: a stochastic transition or ``next_<state>``."""
+    name = model.name
     for state, grid in model.stochastic_transitions.items():
         if state not in model.states:
             msg = (
