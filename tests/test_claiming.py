@@ -13,6 +13,7 @@ import dataclasses
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from project.config import SimulationSettings
@@ -23,6 +24,7 @@ from project.estimation.claiming import (
     claim_share,
     claiming_ages,
     claiming_table,
+    claiming_table_of_counts,
 )
 from project.models import default_params_of
 from project.models import lifecycle_normalised as model_module
@@ -289,6 +291,11 @@ def test_the_program_counts_the_claims_the_simulated_table_holds(small_model, x6
             model=model, params=params | point, initial_conditions=initial, seed=4
         )
         assert counted[1] / counted[0] == claim_share(by_table, age=61)
+        # The claiming table of every age: from the program's own run over every period.
+        counts = program.program.choice_table(np.array([1.2, 0.95, cost]))
+        by_program = claiming_table_of_counts(ages=np.asarray(model.ages), counts=counts)
+        pd.testing.assert_frame_equal(by_program, by_table)
+        assert by_table["claiming"].sum() > 0
     held = HeldMoments(program, held={"work_cost": 0.62})
     assert held.estimated == ("crra", "beta")
     point = {"crra": 1.2, "beta": 0.95}

@@ -7,8 +7,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from project.errors import SimulationError
 from project.points import precision
-from project.simulation.keys import draw_category, fold_in, root_key, stream_uniform, subject_keys
+from project.simulation.keys import (
+    category_at,
+    draw_ahead,
+    draw_category,
+    fold_in,
+    root_key,
+    stream_uniform,
+    subject_keys,
+)
 
 
 def jax_uniforms(seed, ids, period, stream, dtype):
@@ -61,3 +70,58 @@ def test_draws_inside_a_jit_equal_those_outside():
 
     np.testing.assert_array_equal(draws(jnp.int32(4)), jax.jit(draws)(jnp.int32(4)))
     assert not np.array_equal(draws(jnp.int32(4)), draws(jnp.int32(5)))
+
+
+@pytest.mark.parametrize("x64", [True, False])
+def test_numbers_drawn_ahead_are_the_keys_numbers_bit_for_bit(x64):
+    ids = jnp.arange(300, dtype=jnp.int32)
+    periods = jnp.arange(4, dtype=jnp.int32)
+    streams = (0, 2, 1_048_577)
+    with precision(x64=x64):
+        dtype = jnp.float64 if x64 else jnp.float32
+        drawn = jax.jit(draw_ahead, static_argnames="streams")(
+            seed=7, subject_ids=ids, periods=periods, streams=streams
+        )
+        for t in range(4):
+            keys = subject_keys(seed=7, subject_ids=ids, period=periods[t])
+            row = jax.tree.map(lambda x, t=t: x[t], drawn)
+            assert subject_keys(seed=row, subject_ids=ids, period=periods[t]) is row
+            probabilities = jnp.asarray([0.1, 0.25, 0.4, 0.25], dtype)
+            for stream in streams:
+                expected = our_uniforms(7, ids, periods[t], stream, dtype)
+                np.testing.assert_array_equal(stream_uniform(key=row, stream=stream), expected)
+                # A category drawn from the numbers is the one drawn from the key.
+                by_key = jax.vmap(
+                    lambda k, s=stream, p=probabilities: draw_category(
+                        key=k, probabilities=p, stream=s
+                    )
+                )(keys)
+                by_number = jax.vmap(
+                    lambda r, s=stream, p=probabilities: draw_category(
+                        key=r, probabilities=p, stream=s
+                    )
+                )(row)
+                np.testing.assert_array_equal(by_number, by_key)
+
+
+def test_a_stream_not_drawn_ahead_or_in_another_precision_is_refused():
+    with precision(x64=True):
+        drawn = draw_ahead(seed=1, subject_ids=jnp.arange(5), periods=jnp.arange(2), streams=(0, 1))
+        with pytest.raises(SimulationError, match=r"stream 3 .*\(streams \[0, 1\]\)"):
+            stream_uniform(key=drawn, stream=3)
+        with pytest.raises(SimulationError, match=r"in float64, but a step asks for float32"):
+            stream_uniform(key=drawn, stream=1, dtype=jnp.float32)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=70).filter(lambda w: sum(w) > 0),
+    uniform=st.floats(0.0, 1.0, exclude_max=True),
+)
+def test_the_category_counted_in_rows_is_the_inverse_cdf(weights, uniform):
+    probabilities = jnp.asarray(weights, jnp.float32)
+    cdf = np.cumsum(np.asarray(probabilities))
+    bounds = (cdf[:-1] / cdf[-1]).astype(np.float32)
+    expected = min(int(np.sum(np.float32(uniform) >= bounds)), len(weights) - 1)
+    got = category_at(uniform=jnp.float32(uniform), probabilities=probabilities)
+    assert int(got) == expected

@@ -127,7 +127,7 @@ def test_a_change_of_params_never_traces_the_program_again(simulators):
     assert len({tuple(v) for v in values}) == 4  # the moments did move
     # one program for single points (a batch has its own), never widened
     singles = [key for key in compiled.program._compiled if not key[2]]
-    assert singles == [(ESTIMATION_WINDOW, False, False)]
+    assert singles == [(ESTIMATION_WINDOW, False, False, False)]  # window, derivative, batch, table
 
 
 def test_a_point_asked_for_again_comes_from_the_memo_unchanged(simulators):
@@ -220,6 +220,41 @@ def test_a_panel_stopped_early_is_the_whole_panel_s_first_periods_bit_for_bit(mo
     assert stopped[0].shape[0] == 5
     for early, full in zip(jax.tree.leaves(stopped), jax.tree.leaves(whole), strict=True):
         np.testing.assert_array_equal(early, full[:5])
+
+
+@pytest.mark.parametrize("stop", [None, 6])
+def test_a_panel_from_numbers_drawn_ahead_is_the_panel_from_the_seed_bit_for_bit(mortal, stop):
+    from project.simulation.keys import draw_ahead
+    from project.simulation.regimes import build_regime_panel, draw_streams
+
+    model, params, initial = mortal
+    solution = solve(model=model, params=params, log_level="off")
+    methods = dict(regime_methods(solution))
+    checked = {k: jnp.asarray(v) for k, v in params.items()}
+    regime, states = validate_regime_initial_conditions(model=model, initial_conditions=initial)
+    ids = jnp.arange(regime.size, dtype=jnp.int32)
+    periods = jnp.arange(model.n_periods, dtype=jnp.int32)
+    arguments = (
+        jnp.asarray(regime),
+        {s: jnp.asarray(filled_states(model, s, v)) for s, v in states.items()},
+        ids,
+        period_inputs(solution, params=checked, start_period=0),
+        checked,
+        periods,
+        jnp.asarray(np.asarray(model.ages), dtype=jnp.float64),
+    )
+    panel = jax.jit(build_regime_panel(model, methods=methods, stop=stop))
+    drawn = draw_ahead(
+        seed=11, subject_ids=ids, periods=periods[:stop], streams=draw_streams(model)
+    )
+    from_seed = jax.device_get(panel(*arguments, 11))
+    ahead = jax.device_get(panel(*arguments, drawn))
+    other_seed = jax.device_get(panel(*arguments, 12))
+    for with_seed, with_numbers in zip(
+        jax.tree.leaves(from_seed), jax.tree.leaves(ahead), strict=True
+    ):
+        np.testing.assert_array_equal(with_numbers, with_seed)
+    assert not np.array_equal(from_seed[1]["wealth"], other_seed[1]["wealth"])
 
 
 def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments(mortal):

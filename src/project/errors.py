@@ -74,3 +74,7 @@ class BuildLockedError(ProjectError, RuntimeError):
 
 class DistributedSolveError(ProjectError, RuntimeError):
     """A process of a multi-process solve failed (the message holds the processes' output)."""
+
+
+class SimulationError(ProjectError, RuntimeError):
+    """A simulation was asked for random numbers it was not given."""

@@ -48,6 +48,7 @@ from project.estimation.claiming import (
     claim_share,
     claiming_ages,
     claiming_table,
+    claiming_table_of_counts,
 )
 from project.estimation.errors import EstimationError
 from project.estimation.held import HeldMoments
@@ -143,6 +144,28 @@ class _Problem:
         self.start = dict(outcome.result.params)
         return outcome
 
+    def claims(self, params: Mapping[str, float]) -> pd.DataFrame:
+        """Return ``claiming_table`` at the estimated and calibrated ``params``.
+
+        From the moments' own program where they have one (one more compile, and no table of
+        every subject-year), else from a solve and a simulation.
+        """
+        moments, target = self.moments, self.target
+        if moments.program is None:
+            return claiming_table(
+                model=self.model,
+                params=moments.full_params(params),
+                initial_conditions=moments.initial_conditions,
+                seed=moments.seed,
+                chooser=str(target["regime"]),
+                action=str(target["action"]),
+                label=str(target["label"]),
+            )
+        full = moments.full_params(params)
+        values = np.array([full[name] for name in moments.estimated])
+        counts = moments.program.choice_table(values)
+        return claiming_table_of_counts(ages=np.asarray(self.model.ages), counts=counts)
+
     def step(self, value: float) -> float:
         return float(self.settings["relative_step"]) * max(abs(float(value)), STEP_FLOOR)
 
@@ -177,15 +200,7 @@ def estimate_calibrated(
         value = rounds[-1].calibrated
         outcome = problem.estimate(value, final=True)
         result, slopes = _following(problem, result=outcome.result, value=value)
-        claims = claiming_table(
-            model=model,
-            params=dict(specification["params"]) | outcome.result.params | {problem.param: value},
-            initial_conditions=problem.moments.initial_conditions,
-            seed=problem.moments.seed,
-            chooser=str(target["regime"]),
-            action=str(target["action"]),
-            label=str(target["label"]),
-        )
+        claims = problem.claims({**outcome.result.params, problem.param: value})
         lag = int(target.get("lag", 0))
         calibrated = {
             "param": problem.param,

@@ -57,16 +57,23 @@ class ChoiceCount:
         return int(grid.codes[list(grid.labels).index(self.label)])
 
 
-def choice_counter(model: RegimeModel, choice: ChoiceCount | None) -> Any:
-    """Return ``count(codes, actions, dtype)``: the choice count's (deciding, choosing)."""
+def choice_counter(
+    model: RegimeModel, choice: ChoiceCount | None, *, every_period: bool = False
+) -> Any:
+    """Return ``count(codes, actions, dtype)``: the choice count's (deciding, choosing).
+
+    ``every_period``: the two numbers of every period of the panel (periods x 2), not only
+    of the count's age.
+    """
     if choice is None:
         return lambda codes, actions, dtype: jnp.zeros(2, dtype)
     period, regime = choice.period(model), model.code(choice.regime)
     code = choice.code(model)
+    rows = slice(None) if every_period else period
 
     def count(codes, actions, dtype):  # noqa: ANN001, ANN202
-        deciding = codes[period] == regime
-        choosing = deciding & (actions[choice.action][period] == code)
-        return jnp.stack([deciding.sum(), choosing.sum()]).astype(dtype)
+        deciding = codes[rows] == regime
+        choosing = deciding & (actions[choice.action][rows] == code)
+        return jnp.stack([deciding.sum(-1), choosing.sum(-1)], axis=-1).astype(dtype)
 
     return count

@@ -70,6 +70,25 @@ def claiming_table(
     )
 
 
+def claiming_table_of_counts(*, ages: np.ndarray, counts: np.ndarray) -> pd.DataFrame:
+    """Return ``claiming_table``'s frame from per-period counts (periods x (deciding, choosing)).
+
+    The ages where nobody of the chooser's regime lives are left out, as the table's are.
+    """
+    if not np.all(np.isfinite(counts)):
+        msg = "The choice table is not finite: the solve failed at these params."
+        raise EstimationError(msg)
+    numbers = np.asarray(counts).astype(np.int64)
+    frame = pd.DataFrame(
+        {
+            "age": np.asarray(ages).astype(int),
+            "deciding": numbers[:, 0],
+            "claiming": numbers[:, 1],
+        }
+    )
+    return frame.loc[frame["deciding"] > 0].set_index("age")
+
+
 def choice_counts_of_table(
     *,
     model: RegimeModel,

@@ -40,6 +40,7 @@ from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS
 from project.egm.structure import egm_structure
 from project.estimation.choice_count import ChoiceCount, choice_counter
 from project.estimation.errors import EstimationError
+from project.estimation.group_sums import group_sums
 from project.estimation.ratios import moment_ratio
 from project.estimation.smooth import ExitChoice, build_smooth_totals
 from project.model.params import pack_params, params_on_host, unpack_params
@@ -48,7 +49,13 @@ from project.regimes.egm import endogenous_grid_program, envelope_window, widen_
 from project.regimes.solve import choose_regime_method
 from project.regimes.spec import RegimeModel
 from project.simulation.initial import validate_regime_initial_conditions
-from project.simulation.regimes import build_regime_panel, egm_period_inputs, filled_states
+from project.simulation.keys import DrawnAhead, draw_ahead
+from project.simulation.regimes import (
+    build_regime_panel,
+    draw_streams,
+    egm_period_inputs,
+    filled_states,
+)
 
 ESTIMATION_WINDOW = 8
 """The upper envelope's window (runs) the program starts with; ``solve`` starts with 1. An
@@ -97,6 +104,7 @@ class MomentProgram:
         self.ages = jnp.asarray(np.asarray(model.ages), dtype=dtype)
         ages = np.asarray(model.ages, dtype=float)
         members = np.stack([(ages > lo) & (ages <= hi) for lo, hi in age_groups], axis=1)
+        self.members = members  # static: the group sums' order is planned from it
         self.groups = jnp.asarray(members)
         # The periods the drawn moments read: their simulation stops after the last group's
         # (or the choice count's, if later).
@@ -105,6 +113,8 @@ class MomentProgram:
             self.stop = max(self.stop, choice.period(model) + 1)
         self.traces = 0
         self.runs = 0
+        # The drawn moments' numbers, drawn at the first run (and again for another seed).
+        self._drawn: tuple[int, DrawnAhead] | None = None
         self._compiled: dict[tuple[int, bool, bool], Any] = {}
         self._memo: OrderedDict[tuple[Any, ...], tuple[np.ndarray, ...]] = OrderedDict()
 
@@ -135,6 +145,19 @@ class MomentProgram:
             raise EstimationError(msg)
         return self._run(np.atleast_2d(np.asarray(values, dtype=float)), derivative=False)[-1][0]
 
+    def choice_table(self, values: np.ndarray) -> np.ndarray:
+        """Return the choice count's (deciding, choosing) in every period at ``values``.
+
+        From a program of its own that simulates every period (the moments' stops early):
+        what ``claiming.claiming_table`` counts on the simulated table. NaN where the solve
+        failed; raises ``EstimationError`` without a ``choice``.
+        """
+        if self.choice is None:
+            msg = "This moment program counts no choice: build it with choice=ChoiceCount(...)."
+            raise EstimationError(msg)
+        points = np.asarray(values, dtype=float)[None]
+        return self._run(points, derivative=False, table=True)[0][0]
+
     def living(self, values: np.ndarray) -> np.ndarray:
         """Return the simulated subjects alive in each age group at ``values``.
 
@@ -146,28 +169,49 @@ class MomentProgram:
         points = np.asarray(values, dtype=float)[None]
         return self._run(points, derivative=self.smooth is not None)[-2][0]
 
-    def _run(self, values: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
-        """Return the program's results at ``values`` (rows), from the memo where it has them."""
+    def _run(
+        self, values: np.ndarray, *, derivative: bool, table: bool = False
+    ) -> tuple[np.ndarray, ...]:
+        """Return the program's results at ``values`` (rows), from the memo where it has them.
+
+        ``table``: the choice table's program (``choice_table``), not the moments'.
+        """
         points = np.atleast_2d(np.asarray(values, dtype=self.base_flat.dtype))
-        key = (derivative, self.seed, points.shape, points.tobytes())
+        key = (derivative, table, self.seed, points.shape, points.tobytes())
         if key not in self._memo:
-            self._memo[key] = self._execute(points, derivative=derivative)
+            self._memo[key] = self._execute(points, derivative=derivative, table=table)
             if len(self._memo) > MEMO_SIZE:
                 self._memo.popitem(last=False)
         self._memo.move_to_end(key)
         return tuple(x.copy() for x in self._memo[key])
 
-    def _execute(self, points: np.ndarray, *, derivative: bool) -> tuple[np.ndarray, ...]:
+    def _execute(
+        self, points: np.ndarray, *, derivative: bool, table: bool = False
+    ) -> tuple[np.ndarray, ...]:
         self.runs += 1
         while True:
             window = max(envelope_window(self.model), ESTIMATION_WINDOW)
-            program = self._program(window, derivative, batched=points.shape[0] > 1)
-            *out, invalid, narrow, runs = program(jnp.asarray(points), *self._inputs())
+            program = self._program(window, derivative, batched=points.shape[0] > 1, table=table)
+            *out, invalid, narrow, runs = program(jnp.asarray(points), *self._inputs(table))
             if not bool(narrow):
                 return _without_invalid(out, invalid=np.asarray(invalid))
             widen_window(self.model, window=window, runs=int(runs))
 
-    def _inputs(self) -> tuple[Any, ...]:
+    def _inputs(self, table: bool = False) -> tuple[Any, ...]:
+        """Return the program's inputs after the params.
+
+        The drawn moments' numbers are drawn ahead, once; the choice table, run once per
+        estimation over more periods, draws its own from the seed.
+        """
+        ahead = self.smooth is None and not table
+        if ahead and (self._drawn is None or self._drawn[0] != self.seed):  # the seed may change
+            numbers = jax.jit(draw_ahead, static_argnames="streams")(
+                seed=self.seed,
+                subject_ids=self.ids,
+                periods=self.periods[: self.stop],
+                streams=draw_streams(self.model),
+            )
+            self._drawn = (self.seed, numbers)
         return (
             self.base_flat,
             self.positions,
@@ -178,17 +222,17 @@ class MomentProgram:
             self.periods,
             self.ages,
             self.groups,
-            self.seed,
+            self._drawn[1] if ahead else self.seed,
         )
 
-    def _program(self, window: int, derivative: bool, *, batched: bool) -> Any:
+    def _program(self, window: int, derivative: bool, *, batched: bool, table: bool = False) -> Any:
         """Return the compiled program: points (rows) in, one result row per point out.
 
         One point (an optimiser's evaluation) runs without ``vmap`` (module docstring).
         """
-        key = (window, derivative, batched)
+        key = (window, derivative, batched, table)
         if key not in self._compiled:
-            one = self._one_point(window)
+            one = self._one_point(window, table=table)
             if derivative:
                 one = _with_jacobian(one)
             if batched:
@@ -206,10 +250,10 @@ class MomentProgram:
             self._compiled[key] = compiled
         return self._compiled[key]
 
-    def _one_point(self, window: int) -> Any:
+    def _one_point(self, window: int, *, table: bool) -> Any:
         model = self.model
         solve = endogenous_grid_program(model, window=window)
-        moments = self._moments()
+        moments = self._choice_table() if table else self._moments()
         narrow_column = REPORT_COLUMNS.index("non_monotone")
         runs_column = REPORT_COLUMNS.index("runs")
         invalid_columns = jnp.asarray([REPORT_COLUMNS.index(c) for c in FAILURE_COLUMNS])
@@ -230,6 +274,18 @@ class MomentProgram:
             return *moments(panel, groups), invalid, narrow, runs
 
         return one
+
+    def _choice_table(self) -> Any:
+        """Return ``table(panel, groups)``: the choice count of every period of a whole panel."""
+        count = choice_counter(self.model, self.choice, every_period=True)
+        panel_of = build_regime_panel(self.model, methods=_methods(self.model))
+
+        def table(panel, groups):  # noqa: ANN001, ANN202
+            del groups
+            codes, _, actions, _ = panel_of(*panel)
+            return (count(codes, actions, jnp.int32),)
+
+        return table
 
     def _moments(self) -> Any:
         """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth.
@@ -261,7 +317,7 @@ class MomentProgram:
                 return numerator / denominator, counts, jnp.zeros(2, numerator.dtype)
 
             return smooth
-        stop = self.stop
+        stop, members = self.stop, self.members
         count = choice_counter(model, self.choice)
         panel_of = build_regime_panel(model, methods=_methods(model), stop=stop)
         per_period = jax.vmap(ratio_of, in_axes=(0, 0, 0, None, 0, 0))
@@ -271,13 +327,10 @@ class MomentProgram:
             params, periods, ages = panel[4], panel[5], panel[6]
             ratio = per_period(codes, states, actions, params, periods[:stop], ages[:stop])
             read = jnp.isin(codes, living_codes) & (ratio > 0)
-            # The periods after ``stop`` count for no group: padded back to every period, the
-            # sums below run in the same order as over a whole panel (the same bits).
-            unread = ((0, periods.shape[0] - ratio.shape[0]), (0, 0))
-            counted = jnp.pad(read, unread)
-            log_ratio = jnp.pad(jnp.log(jnp.where(read, ratio, 1.0)), unread)  # log 1 = 0
-            weights = counted[:, :, None] & groups[:, None, :]
-            totals = jnp.where(weights, log_ratio[:, :, None], 0.0).sum(axis=(0, 1))
+            # Each group's subject-years, summed in the order of a sum over the whole panel's
+            # periods x subjects x groups (``group_sums``: the same bits, without that array).
+            log_ratio = jnp.log(jnp.where(read, ratio, 1.0))  # log 1 = +0, never -0
+            totals = group_sums(values=log_ratio, members=members, groups=groups)
             # Counts are exact in any order: per period first, not over every subject-year
             # of every group (the subject-years of a group; the subjects with one).
             member = groups[:stop].astype(jnp.int32)

@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from project.errors import SimulationError
 from project.points import float_dtype
 
 ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -57,8 +58,16 @@ def fold_in(key: jnp.ndarray, data: Any) -> jnp.ndarray:
     return jnp.stack(threefry(key, high, low), axis=-1)
 
 
-def subject_keys(*, seed: int, subject_ids: jnp.ndarray, period: jnp.ndarray) -> jnp.ndarray:
-    """Return one key per subject for ``period``."""
+def subject_keys(
+    *, seed: int | DrawnAhead, subject_ids: jnp.ndarray, period: jnp.ndarray
+) -> jnp.ndarray | DrawnAhead:
+    """Return one key per subject for ``period``; numbers drawn ahead stand for them as given.
+
+    ``seed`` may be a period's ``DrawnAhead`` (its rows the subjects ``subject_ids``): a step
+    then reads each stream's number from it instead of hashing the key.
+    """
+    if isinstance(seed, DrawnAhead):
+        return seed
     return fold_in(fold_in(root_key(seed), subject_ids), period)
 
 
@@ -71,8 +80,11 @@ def draw_category(*, key: jnp.ndarray, probabilities: jnp.ndarray, stream: int) 
 def stream_uniform(*, key: jnp.ndarray, stream: int, dtype: Any = None) -> jnp.ndarray:
     """Return the uniform number in [0, 1) of stream ``stream`` of a subject's key.
 
-    ``jax.random.uniform(fold_in(key, stream), dtype=dtype)`` (float by default).
+    ``jax.random.uniform(fold_in(key, stream), dtype=dtype)`` (float by default); from
+    ``DrawnAhead`` in place of a key, the number drawn ahead.
     """
+    if isinstance(key, DrawnAhead):
+        return key.uniform(stream=stream, dtype=jnp.dtype(dtype or float_dtype()))
     return _uniform(fold_in(key, stream), dtype=jnp.dtype(dtype or float_dtype()))
 
 
@@ -89,8 +101,79 @@ def _uniform(key: jnp.ndarray, *, dtype: Any) -> jnp.ndarray:
     return jax.lax.bitcast_convert_type(one, dtype) - jnp.asarray(1.0, dtype)
 
 
+COUNT_ROW = 16
+"""The most CDF bounds ``category_at`` compares in one summed row."""
+
+
 def category_at(*, uniform: jnp.ndarray, probabilities: jnp.ndarray) -> jnp.ndarray:
     """Return the category whose CDF interval holds ``uniform`` (``draw_category``'s inverse)."""
     cdf = jnp.cumsum(probabilities)
-    count = jnp.sum(uniform >= cdf[:-1] / cdf[-1], dtype=jnp.int32)  # not int64: half the bytes
+    bounds = cdf[:-1] / cdf[-1]
+    # Count in rows of at most COUNT_ROW bounds (padded with +inf, which no uniform reaches):
+    # XLA's CPU backend splits a longer sum into a reduce-window that cannot fuse with the
+    # comparison, so the comparisons would be written out (subjects x categories) first.
+    rows = -(-bounds.shape[-1] // COUNT_ROW)
+    padded = jnp.pad(bounds, (0, rows * COUNT_ROW - bounds.shape[-1]), constant_values=jnp.inf)
+    above = uniform >= padded.reshape(rows, COUNT_ROW)
+    count = jnp.sum(jnp.sum(above, axis=-1, dtype=jnp.int32), dtype=jnp.int32)
     return jnp.minimum(count, probabilities.shape[0] - 1)
+
+
+@jax.tree_util.register_pytree_node_class
+class DrawnAhead:
+    """Uniform numbers of some streams drawn ahead: ``stream_uniform``'s, bit for bit.
+
+    ``values[i]`` holds stream ``streams[i]``'s numbers (periods, subjects, or one subject's
+    scalars under ``vmap``). A program that simulates the same subjects many times (the
+    estimation's, once per evaluation) draws them once (``draw_ahead``) and passes them where a
+    step takes its seed (``subject_keys``), so no evaluation hashes a key.
+    """
+
+    def __init__(self, values: tuple[jnp.ndarray, ...], *, streams: tuple[int, ...]) -> None:
+        self.values = tuple(values)
+        self.streams = tuple(int(s) for s in streams)
+
+    def tree_flatten(self) -> tuple[tuple[jnp.ndarray, ...], tuple[int, ...]]:
+        """Return the numbers (the leaves) and the streams (static)."""
+        return self.values, self.streams
+
+    @classmethod
+    def tree_unflatten(cls, streams: tuple[int, ...], values: Any) -> DrawnAhead:
+        """Return the numbers ``values`` of ``streams``."""
+        return cls(tuple(values), streams=streams)
+
+    def uniform(self, *, stream: int, dtype: Any) -> jnp.ndarray:
+        """Return stream ``stream``'s numbers; raise ``SimulationError`` where none were drawn."""
+        if stream not in self.streams:
+            msg = (
+                f"No uniform numbers of stream {stream} were drawn ahead (streams "
+                f"{list(self.streams)}): draw_ahead must be given every stream the model's "
+                "steps draw from (draw_streams)."
+            )
+            raise SimulationError(msg)
+        values = self.values[self.streams.index(stream)]
+        if values.dtype != jnp.dtype(dtype):
+            msg = (
+                f"Stream {stream}'s numbers were drawn ahead in {values.dtype}, but a step asks "
+                f"for {jnp.dtype(dtype)}: draw them in the precision the simulation runs in."
+            )
+            raise SimulationError(msg)
+        return values
+
+
+def draw_ahead(
+    *, seed: int, subject_ids: jnp.ndarray, periods: jnp.ndarray, streams: tuple[int, ...]
+) -> DrawnAhead:
+    """Return the uniform numbers of ``streams`` of every subject in every period (traceable).
+
+    Each is ``stream_uniform(key=subject_keys(...), stream=...)`` in the float precision in
+    force; arrays of shape (periods, subjects).
+    """
+
+    def period_numbers(period: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
+        keys = subject_keys(seed=seed, subject_ids=subject_ids, period=period)
+        return tuple(
+            jax.vmap(lambda k, s=s: stream_uniform(key=k, stream=s))(keys) for s in streams
+        )
+
+    return DrawnAhead(jax.lax.map(period_numbers, periods), streams=streams)

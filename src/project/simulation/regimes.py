@@ -33,9 +33,9 @@ from project.simulation.initial import (
     check_start_period,
     validate_regime_initial_conditions,
 )
-from project.simulation.keys import category_at, stream_uniform, subject_keys
+from project.simulation.keys import DrawnAhead, category_at, stream_uniform, subject_keys
 from project.simulation.result import SimulationResult
-from project.simulation.steps import steps_for
+from project.simulation.steps import steps_for, taste_shock_stream
 from project.solver.grid_cache import grid_points_of
 from project.solver.states import positions
 from project.solver.sweep import compose
@@ -165,6 +165,16 @@ def egm_period_inputs(*, arrays: Any, limit: jax.Array, n_periods: int) -> tuple
     return arrays, jnp.broadcast_to(limit, (n_periods,))
 
 
+def draw_streams(model: RegimeModel) -> tuple[int, ...]:
+    """Return every key stream a period of ``model`` may draw from (``keys.draw_ahead``'s).
+
+    Each regime's stochastic states and iid shocks (``steps.build_advance``), its taste-shocked
+    choice (``steps.taste_shock_stream``) and the regime transition (``REGIME_STREAM``).
+    """
+    own = {j for view in model.regimes.values() for j in range(taste_shock_stream(view) + 1)}
+    return (*sorted(own), REGIME_STREAM)
+
+
 PANELS = table("compiled regime panels by the regimes' methods")
 
 
@@ -187,26 +197,40 @@ def build_regime_panel(
     regimes and states each period starts with, the actions taken and V there. With ``stop``
     (fewer than the periods given) it scans the regular step over the first ``stop`` periods
     only and returns their history: the same rows, bit for bit, as the whole panel's.
+    ``seed`` may be the subjects' numbers drawn ahead (``keys.DrawnAhead`` with a leading period
+    axis, at least ``stop`` periods): each period's step reads its own instead of hashing keys.
     """
     period = period_step(model, methods=methods)
 
     def panel(codes, states, ids, inputs, params, periods, ages, seed):  # noqa: ANN001, ANN202
+        drawn = seed if isinstance(seed, DrawnAhead) else None
+
         def body(carry, x):  # noqa: ANN001, ANN202
             here_codes, here_states = carry
-            inputs_t, period_t, age_t = x
+            inputs_t, period_t, age_t, drawn_t = x
+            randomness = seed if drawn is None else drawn_t
             actions, value, following, next_codes = period(
-                here_codes, here_states, ids, inputs_t, params, period_t, age_t, seed, last=False
+                here_codes,
+                here_states,
+                ids,
+                inputs_t,
+                params,
+                period_t,
+                age_t,
+                randomness,
+                last=False,
             )
             return (next_codes, following), (here_codes, here_states, actions, value)
 
         if stop is not None and stop < periods.shape[0]:
-            first = jax.tree.map(lambda x: x[:stop], (inputs, periods, ages))
+            first = jax.tree.map(lambda x: x[:stop], (inputs, periods, ages, drawn))
             return jax.lax.scan(body, (codes, states), first)[1]
-        head = jax.tree.map(lambda x: x[:-1], (inputs, periods, ages))
+        head = jax.tree.map(lambda x: x[:-1], (inputs, periods, ages, drawn))
         (codes, states), history = jax.lax.scan(body, (codes, states), head)
         final_inputs = jax.tree.map(lambda x: x[-1], inputs)
+        randomness = seed if drawn is None else jax.tree.map(lambda x: x[-1], drawn)
         actions, value, _, _ = period(
-            codes, states, ids, final_inputs, params, periods[-1], ages[-1], seed, last=True
+            codes, states, ids, final_inputs, params, periods[-1], ages[-1], randomness, last=True
         )
         final = (codes, states, actions, value)
         return jax.tree.map(lambda h, f: jnp.concatenate([h, f[None]]), history, final)
