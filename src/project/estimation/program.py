@@ -205,7 +205,10 @@ class MomentProgram:
         """
         ahead = self.smooth is None and not table
         if ahead and (self._drawn is None or self._drawn[0] != self.seed):  # the seed may change
-            numbers = jax.jit(draw_ahead, static_argnames="streams")(
+            draw = jax.jit(
+                draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
+            )
+            numbers = draw(
                 seed=self.seed,
                 subject_ids=self.ids,
                 periods=self.periods[: self.stop],
