@@ -34,7 +34,8 @@ from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
 from project.simulation.initial import check_seed, validate_initial_conditions
-from project.simulation.steps import egm_step_function
+from project.simulation.keys import draw_ahead
+from project.simulation.steps import egm_step_function, step_streams
 
 
 class PanelProgram:
@@ -79,13 +80,13 @@ class PanelProgram:
         """Return the recorded columns at ``params`` (subjects x periods), None if unsolved."""
         host = params_on_host(model=self.model, params=params)
         inputs = (pack_params(host), *self._device_inputs(host))
-        columns, report = self._program(self.window)(*inputs, self.seed)
+        columns, report = self._program(self.window)(*inputs)
         table = np.asarray(report)
         runs = int(table[:, REPORT_COLUMNS.index("runs")].max())
         monotone = not table[:, REPORT_COLUMNS.index("non_monotone")].any()
         if self.structure.discrete_actions and not monotone:
             self.window = max(runs, 2 * self.window)
-            columns, report = self._program(self.window)(*inputs, self.seed)
+            columns, report = self._program(self.window)(*inputs)
             table = np.asarray(report)
             monotone = True
         failed = [REPORT_COLUMNS.index(name) for name in FAILURE_COLUMNS]
@@ -94,14 +95,15 @@ class PanelProgram:
         return {name: np.asarray(values).T for name, values in columns.items()}
 
     def _device_inputs(self, host: Mapping[str, np.ndarray]) -> tuple[Any, ...]:
-        """Return the savings grid, the initial states and the subject ids on the device.
+        """Return the savings grid, the initial states, the subject ids and their numbers.
 
-        Made once per dtype (the first time also checks the constraints' borrowing limit
-        against the grid's start, as ``solve`` does): an estimation calls the program hundreds
-        of times with the same subjects.
+        Made once per dtype and seed (the first time also checks the constraints' borrowing
+        limit against the grid's start, as ``solve`` does): an estimation calls the program
+        hundreds of times with the same subjects, so their uniform numbers of every simulated
+        period are drawn ahead once (``keys.draw_ahead``), not hashed in every call.
         """
         dtype = float_dtype()
-        key = str(dtype)
+        key = f"{dtype} {self.seed}"
         if key not in self._inputs:
             savings = self.model.post_decision_grid.to_jax()
             check_borrowing_limit(self.model, params=host, savings=np.asarray(savings))
@@ -112,7 +114,17 @@ class PanelProgram:
                 for name, values in self.initial.items()
             }
             n_subjects = len(next(iter(self.initial.values())))
-            self._inputs[key] = (savings, states, jnp.arange(n_subjects, dtype=jnp.int32))
+            ids = jnp.arange(n_subjects, dtype=jnp.int32)
+            draw = jax.jit(
+                draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
+            )
+            numbers = draw(
+                seed=self.seed,
+                subject_ids=ids,
+                periods=jnp.arange(self.stop_period, dtype=jnp.int32),
+                streams=step_streams(self.model),
+            )
+            self._inputs[key] = (savings, states, ids, numbers)
         return self._inputs[key]
 
     def _program(self, window: int) -> Callable[..., Any]:
@@ -124,7 +136,10 @@ class PanelProgram:
         return self._programs[key]
 
     def _traced(self, window: int) -> Callable[..., Any]:
-        """Return the traceable ``(flat, savings, states, ids, seed) -> (columns, report)``."""
+        """Return the traceable ``(flat, savings, states, ids, drawn) -> (columns, report)``.
+
+        ``drawn``: the subjects' numbers of each simulated period (``keys.DrawnAhead``).
+        """
         model, structure, record = self.model, self.structure, self.record
         solve = program_function(model, window=window)
         regular = egm_step_function(model, terminal=False)
@@ -133,24 +148,27 @@ class PanelProgram:
         last = model.n_periods - 1
         stop = self.stop_period
 
-        def program(flat, savings, states, ids, seed):  # noqa: ANN001, ANN202
+        def program(flat, savings, states, ids, drawn):  # noqa: ANN001, ANN202
             arrays, report = solve(flat, savings)
             params = unpack_params(model=model, flat=flat)
             dtype = savings.dtype
 
-            def period(step, states, t):  # noqa: ANN001, ANN202
+            def period(step, states, t, numbers):  # noqa: ANN001, ANN202
                 expected = (period_slice(arrays, period=t, structure=structure), savings[0])
                 age = jnp.asarray(ages, dtype=dtype)[t]
-                actions, _, following = step(states, ids, expected, params, None, t, age, seed)
+                actions, _, following = step(states, ids, expected, params, None, t, age, numbers)
                 chosen = states | actions
                 return following, {name: chosen[name] for name in record}
 
-            steps = jnp.arange(min(stop, last), dtype=jnp.int32)
+            regular_periods = min(stop, last)
+            steps = jnp.arange(regular_periods, dtype=jnp.int32)
+            each = jax.tree.map(lambda x: x[:regular_periods], drawn)
             states, columns = jax.lax.scan(
-                lambda carry, t: period(regular, carry, t), states, steps
+                lambda carry, x: period(regular, carry, *x), states, (steps, each)
             )
             if stop > last:  # the last period's step consumes what is left
-                _, final = period(terminal, states, jnp.asarray(last, dtype=jnp.int32))
+                numbers = jax.tree.map(lambda x: x[last], drawn)
+                _, final = period(terminal, states, jnp.asarray(last, dtype=jnp.int32), numbers)
                 columns = jax.tree.map(
                     lambda earlier, end: jnp.concatenate([earlier, end[None]]), columns, final
                 )

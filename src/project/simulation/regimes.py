@@ -35,7 +35,7 @@ from project.simulation.initial import (
 )
 from project.simulation.keys import DrawnAhead, category_at, stream_uniform, subject_keys
 from project.simulation.result import SimulationResult
-from project.simulation.steps import steps_for, taste_shock_stream
+from project.simulation.steps import step_streams, steps_for
 from project.solver.grid_cache import grid_points_of
 from project.solver.states import positions
 from project.solver.sweep import compose
@@ -171,7 +171,7 @@ def draw_streams(model: RegimeModel) -> tuple[int, ...]:
     Each regime's stochastic states and iid shocks (``steps.build_advance``), its taste-shocked
     choice (``steps.taste_shock_stream``) and the regime transition (``REGIME_STREAM``).
     """
-    own = {j for view in model.regimes.values() for j in range(taste_shock_stream(view) + 1)}
+    own = {stream for view in model.regimes.values() for stream in step_streams(view)}
     return (*sorted(own), REGIME_STREAM)
 
 

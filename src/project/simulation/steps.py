@@ -66,6 +66,14 @@ def taste_shock_stream(model: Model) -> int:
     return len(model.stochastic_transitions) + 1
 
 
+def step_streams(model: Model) -> tuple[int, ...]:
+    """Return every key stream a step of ``model`` may draw from (``keys.draw_ahead``'s).
+
+    Its stochastic states and iid shocks (``build_advance``) and its taste-shocked choice.
+    """
+    return tuple(range(taste_shock_stream(model) + 1))
+
+
 def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     """Return the jitted grid step: (actions, value, next states) for a chunk of subjects.
 
