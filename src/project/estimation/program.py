@@ -49,7 +49,7 @@ from project.regimes.egm import endogenous_grid_program, envelope_window, widen_
 from project.regimes.solve import choose_regime_method
 from project.regimes.spec import RegimeModel
 from project.simulation.initial import validate_regime_initial_conditions
-from project.simulation.keys import DrawnAhead, draw_ahead
+from project.simulation.keys import DrawnAhead, draw_ahead_compiled
 from project.simulation.regimes import (
     build_regime_panel,
     draw_streams,
@@ -205,10 +205,7 @@ class MomentProgram:
         """
         ahead = self.smooth is None and not table
         if ahead and (self._drawn is None or self._drawn[0] != self.seed):  # the seed may change
-            draw = jax.jit(
-                draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
-            )
-            numbers = draw(
+            numbers = draw_ahead_compiled(
                 seed=self.seed,
                 subject_ids=self.ids,
                 periods=self.periods[: self.stop],

@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from project._xla import quick_compile_options
 from project.errors import SimulationError
 from project.points import float_dtype
 
@@ -177,3 +178,16 @@ def draw_ahead(
         )
 
     return DrawnAhead(jax.lax.map(period_numbers, periods), streams=streams)
+
+
+def draw_ahead_compiled(
+    *, seed: int, subject_ids: jnp.ndarray, periods: jnp.ndarray, streams: tuple[int, ...]
+) -> DrawnAhead:
+    """Return ``draw_ahead``'s numbers from one compiled program (the EGM programs' options).
+
+    Integer hashing and an exact subtraction: the options change no bit, only the compile.
+    """
+    compiled = jax.jit(
+        draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
+    )
+    return compiled(seed=seed, subject_ids=subject_ids, periods=periods, streams=streams)

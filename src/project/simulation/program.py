@@ -34,7 +34,7 @@ from project.model.params import pack_params, params_on_host, unpack_params
 from project.model.spec import Model
 from project.points import float_dtype
 from project.simulation.initial import check_seed, validate_initial_conditions
-from project.simulation.keys import draw_ahead
+from project.simulation.keys import draw_ahead_compiled
 from project.simulation.steps import egm_step_function, step_streams
 
 
@@ -115,10 +115,7 @@ class PanelProgram:
             }
             n_subjects = len(next(iter(self.initial.values())))
             ids = jnp.arange(n_subjects, dtype=jnp.int32)
-            draw = jax.jit(
-                draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
-            )
-            numbers = draw(
+            numbers = draw_ahead_compiled(
                 seed=self.seed,
                 subject_ids=ids,
                 periods=jnp.arange(self.stop_period, dtype=jnp.int32),
