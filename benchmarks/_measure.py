@@ -239,8 +239,18 @@ def environment() -> dict[str, Any]:
         "cpu_count": os.cpu_count(),
         "load_average": list(os.getloadavg()),
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "project_xla_options": _project_xla_options(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
+
+
+def _project_xla_options() -> dict[str, Any] | None:
+    """Return the XLA options the package compiles its programs with (None without it)."""
+    try:
+        from project._xla import program_options  # noqa: PLC0415
+    except ImportError:
+        return None
+    return program_options()
 
 
 def _version(package: str) -> str | None:

@@ -85,8 +85,6 @@ def run_ours(config: dict[str, Any]) -> dict[str, Any]:
     """Solve IJRS with our DC-EGM in this process; return timings and period-0 V."""
     import jax  # noqa: PLC0415
 
-    import project  # noqa: F401, PLC0415  (sets XLA flags before JAX starts)
-
     jax.config.update("jax_enable_x64", True)
     jax.block_until_ready(jax.jit(lambda x: x + 1)(1.0))
     from project import solve  # noqa: PLC0415

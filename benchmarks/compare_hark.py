@@ -90,8 +90,6 @@ def run_ours(config: dict[str, Any]) -> dict[str, Any]:
     """Solve with our EGM in this process; return timings and consumption on the sweep."""
     import jax  # noqa: PLC0415
 
-    import project  # noqa: F401, PLC0415  (sets XLA flags before JAX starts)
-
     jax.config.update("jax_enable_x64", True)
     from project import solve  # noqa: PLC0415
 

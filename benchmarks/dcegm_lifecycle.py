@@ -49,8 +49,6 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     """Solve one configuration in this process; return timings and V, c on the test states."""
     import jax  # noqa: PLC0415
 
-    import project  # noqa: F401, PLC0415  (sets XLA flags before JAX starts)
-
     jax.config.update("jax_enable_x64", config.get("x64", False))
     jax.block_until_ready(jax.jit(lambda x: x + 1)(1.0))
     from project import solve  # noqa: PLC0415

@@ -41,8 +41,6 @@ def run(config: dict[str, Any]) -> dict[str, Any]:
     """Solve one configuration in this process; return timings and V on test states."""
     import jax  # noqa: PLC0415
 
-    import project  # noqa: F401, PLC0415  (sets XLA flags before JAX starts)
-
     jax.block_until_ready(jax.jit(lambda x: x + 1)(1.0))
     from project import solve  # noqa: PLC0415
     from project.models import lifecycle, lifecycle_regimes  # noqa: PLC0415

@@ -81,7 +81,7 @@ def run_single(config: dict[str, Any], *, repeats: int, fresh_repeats: int) -> d
     """Measure one configuration in this (fresh) process and return the result dict."""
     import jax  # noqa: PLC0415
 
-    # Before any JAX operation (and before importing project, which sets XLA flags).
+    # Before any JAX operation.
     jax.config.update("jax_enable_x64", config["x64"])
     events = CompileEvents()
     events.register()

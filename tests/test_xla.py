@@ -1,10 +1,15 @@
-"""XLA settings: when the quick-compile options apply, and that they leave DC-EGM's answer alone.
+"""XLA settings: the package's per-program options, and the quick-compile options' answers.
 
-The options (older loop emitters, LLVM -O1) only change how XLA:CPU generates code, so a DC-EGM
-solve compiled with them must equal one compiled with XLA's defaults to rounding.
+The YNN option (``program_options``) must compile the package's programs exactly as the process
+flag ``--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise`` did, and leave the user's own
+programs and ``XLA_FLAGS`` alone. The quick-compile options (older loop emitters, LLVM -O1) only
+change how XLA:CPU generates code, so a DC-EGM solve compiled with them must equal one compiled
+with XLA's defaults to rounding.
 """
 
 import os
+import subprocess
+import sys
 
 import jax
 import numpy as np
@@ -31,11 +36,77 @@ def test_quick_compile_options_stay_off_elsewhere(monkeypatch, backend, verified
     assert xla.quick_compile_options() == {}
 
 
-def test_keep_flag_leaves_xla_flags_alone(monkeypatch):
-    monkeypatch.setenv("PROJECT_KEEP_XLA_FLAGS", "1")
+def test_program_options_keep_single_dot_fusions_on_a_verified_jaxlib(monkeypatch):
+    monkeypatch.setattr(xla, "_verified_jaxlib", lambda: True)
+    monkeypatch.delenv("PROJECT_KEEP_XLA_FLAGS", raising=False)
     monkeypatch.setenv("XLA_FLAGS", "--xla_dump_to=/tmp/nowhere")
-    assert not xla.configure_xla_flags()
-    assert os.environ["XLA_FLAGS"] == "--xla_dump_to=/tmp/nowhere"
+    assert xla.program_options() == {xla.YNN_OPTION: xla.YNN_FUSIONS}
+
+
+@pytest.mark.parametrize(
+    ("keep", "flags", "verified"),
+    [
+        ("1", "", True),
+        ("0", "--xla_cpu_experimental_ynn_fusion_type=-reduce", True),
+        ("0", "", False),
+    ],
+)
+def test_program_options_stay_off_where_asked_or_unverified(monkeypatch, keep, flags, verified):
+    monkeypatch.setattr(xla, "_verified_jaxlib", lambda: verified)
+    monkeypatch.setenv("PROJECT_KEEP_XLA_FLAGS", keep)
+    monkeypatch.setenv("XLA_FLAGS", flags)
+    assert xla.program_options() == {}
+
+
+def test_jit_merges_the_package_options_with_the_callers(monkeypatch):
+    seen = {}
+    monkeypatch.setattr(xla, "program_options", lambda: {"a": 1, "b": 2})
+    monkeypatch.setattr(jax, "jit", lambda fun, **kw: seen.update(kw) or fun)
+    xla.jit(abs, compiler_options={"b": 3}, static_argnums=0)
+    assert seen == {"compiler_options": {"a": 1, "b": 3}, "static_argnums": 0}
+
+
+COMPILED_TEXT = """
+import hashlib, os, sys
+import jax, jax.numpy as jnp
+import project
+from project._xla import jit
+from project import solve  # the package's modules load; none may touch XLA_FLAGS
+
+def kernel(a, b, c):
+    return jnp.max(a[:, None, :] * b[None, :, :], axis=-1).sum(0), a @ c + jnp.tanh(a).sum()
+
+a = jnp.linspace(0, 1, 12000).reshape(30, 400)
+args = (a, jnp.cos(a), jnp.ones((400, 3)))
+which = jit if sys.argv[1] == "package" else jax.jit
+text = which(kernel).lower(*args).compile().as_text()
+print(os.environ.get("XLA_FLAGS", "<unset>"), hashlib.sha256(text.encode()).hexdigest())
+"""
+
+
+def _compiled(which: str, **env: str) -> tuple[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PROJECT_KEEP_XLA_FLAGS")}
+    out = subprocess.run(
+        [sys.executable, "-c", COMPILED_TEXT, which],
+        env=base | env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    flags, digest = out.stdout.split()
+    return flags, digest
+
+
+@pytest.mark.skipif(not xla.program_options(), reason="the YNN option is not verified here")
+def test_the_option_compiles_what_the_process_flag_did_and_leaves_users_alone():
+    flag = "--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise"
+    flags, package = _compiled("package")
+    assert flags == "<unset>"  # importing the package set no flag
+    _, by_flag = _compiled("user", XLA_FLAGS=flag)
+    assert package == by_flag  # the package's program: the flag's compiled code exactly
+    _, user = _compiled("user")
+    _, user_without_package = _compiled("user", PROJECT_KEEP_XLA_FLAGS="1")
+    assert user == user_without_package != package  # the user's own program: XLA's defaults
 
 
 def _solve_arrays() -> dict[str, np.ndarray]:

@@ -4,9 +4,6 @@ Exports are imported lazily (see ``_lazy.py``), so ``import project.config`` sta
 """
 
 from project._lazy import lazy_exports
-from project._xla import configure_xla_flags
-
-configure_xla_flags()
 
 _EXPORTS = {
     "ContinuousAction": "project.actions",

@@ -1,9 +1,14 @@
-"""XLA settings that our benchmarks showed to matter: process flags and per-program options.
+"""XLA settings that our benchmarks showed to matter, passed per program, never process-wide.
 
-On jaxlib 0.10 CPU, XLA hands fused reductions to YNNPACK, which made the vmap-and-max solve
-kernel 15-20x slower; disabling those fusion types fixes it. XLA aborts on flags it does not
-know, so the flag is only added for jaxlib versions where it was verified. Set
-``PROJECT_KEEP_XLA_FLAGS=1`` to leave ``XLA_FLAGS`` untouched.
+On jaxlib 0.10 CPU, XLA hands fused reductions and elementwise fusions to YNNPACK, which made
+the estimation's moment program about 1.5x slower and DC-EGM 10 % slower here (and an earlier
+vmap-and-max kernel 15-20x slower). Every program the package compiles (``jit`` below) asks
+XLA to keep only YNNPACK's single dot fusions (``program_options``): what the process flag
+``--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise`` did, program for program the same
+compiled code, without changing how the user's own JAX programs compile. The option is only
+given on jaxlib versions where it was verified (XLA refuses options it does not know). Set
+``PROJECT_KEEP_XLA_FLAGS=1``, or set the YNN flag in ``XLA_FLAGS`` yourself, to compile with
+XLA's defaults (or your flag).
 
 ``quick_compile_options`` are per-program options for the (DC-)EGM programs on CPU, whose
 compile time is mostly LLVM code generation of many small fusions: XLA's older loop emitters
@@ -14,33 +19,67 @@ made warm solves up to 3x slower.
 
 from __future__ import annotations
 
-import logging
+import functools
 import os
-import sys
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-logger = logging.getLogger(__name__)
-
-YNN_FLAG = "--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise"
+YNN_OPTION = "xla_cpu_experimental_ynn_fusion_type"
+YNN_FUSIONS = "LIBRARY_FUSION_TYPE_INDIVIDUAL_DOT"
+"""jaxlib 0.10's default YNN fusions (single dots, reductions, elementwise) less the last two."""
 VERIFIED_JAXLIB_PREFIXES = ("0.10.",)
 QUICK_COMPILE_OPTIONS = {"xla_cpu_use_fusion_emitters": False, "xla_backend_optimization_level": 1}
 
 
-def configure_xla_flags() -> bool:
-    """Add the YNNPACK flag to ``XLA_FLAGS`` where it is known to help; return whether added."""
-    if os.environ.get("PROJECT_KEEP_XLA_FLAGS") == "1":
-        return False
-    if not _verified_jaxlib():
-        return False
-    current = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_experimental_ynn_fusion_type" in current:
-        return False
-    if _backend_started():
-        logger.debug("JAX backend already started; XLA_FLAGS left unchanged.")
-        return False
-    os.environ["XLA_FLAGS"] = f"{current} {YNN_FLAG}".strip()
-    return True
+def program_options() -> dict[str, Any]:
+    """Return the XLA options every program of the package is compiled with (see above).
+
+    Reads the environment and the installed jaxlib's version; starts no JAX backend, so it may
+    run at import time.
+    """
+    if os.environ.get("PROJECT_KEEP_XLA_FLAGS") == "1" or not _verified_jaxlib():
+        return {}
+    if YNN_OPTION in os.environ.get("XLA_FLAGS", ""):
+        return {}  # the user's own choice of YNN fusions wins
+    return {YNN_OPTION: YNN_FUSIONS}
+
+
+def jit(fun: Callable[..., Any] | None = None, **options: Any) -> Any:
+    """Return ``jax.jit(fun, **options)`` that compiles with ``program_options`` too.
+
+    Usable as ``jit(f, static_argnames=...)``, as a decorator ``@jit`` and through
+    ``functools.partial(jit, ...)``. ``compiler_options`` given here win over the package's.
+    XLA takes options only for a program it compiles on its own: called inside another trace
+    (a program that inlines it), the function runs as a plain ``jax.jit`` and takes the
+    enclosing program's options.
+    """
+    if fun is None:
+        return functools.partial(jit, **options)
+    compiler_options = program_options() | dict(options.pop("compiler_options", None) or {})
+    return _Program(fun, compiler_options=compiler_options, options=options)
+
+
+class _Program:
+    """A jitted function with its own XLA options at the top level, plain inside traces."""
+
+    def __init__(
+        self, fun: Callable[..., Any], *, compiler_options: dict[str, Any], options: dict
+    ) -> None:
+        import jax  # noqa: PLC0415  (not at import: ``project.config`` stays free of JAX)
+        from jax._src.core import trace_state_clean  # noqa: PLC0415  (no public equivalent)
+
+        self._at_top_level = trace_state_clean
+        self._top = jax.jit(fun, compiler_options=compiler_options or None, **options)
+        self._inlined = jax.jit(fun, **options) if compiler_options else self._top
+        functools.update_wrapper(self, fun)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        program = self._top if self._at_top_level() else self._inlined
+        return program(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._top, name)  # lower, trace, _cache_size, ...
 
 
 def quick_compile_options() -> dict[str, Any]:
@@ -48,7 +87,7 @@ def quick_compile_options() -> dict[str, Any]:
 
     Call at solve time, not import time: it asks JAX for the default backend.
     """
-    import jax  # noqa: PLC0415  (not at import: the package sets XLA flags before JAX starts)
+    import jax  # noqa: PLC0415  (not at import: ``project.config`` stays free of JAX)
 
     if jax.default_backend() != "cpu" or not _verified_jaxlib():
         return {}
@@ -60,11 +99,3 @@ def _verified_jaxlib() -> bool:
         return version("jaxlib").startswith(VERIFIED_JAXLIB_PREFIXES)
     except PackageNotFoundError:
         return False
-
-
-def _backend_started() -> bool:
-    if "jax" not in sys.modules:
-        return False
-    from jax._src import xla_bridge  # noqa: PLC0415
-
-    return bool(xla_bridge.backends_are_initialized())

@@ -247,6 +247,16 @@ def render_catalogue(
         "directory product's checksum is its marker's (`COMPLETE.json`, which lists the",
         "checksum of each of its files).",
         "",
+        *_product_table(products, links=links),
+        *_directory_tables(products, links=links),
+        *_figure_sections(products, links=links),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _product_table(products: Sequence[Product], *, links: str) -> list[str]:
+    """Return the table of every product, one row each."""
+    lines = [
         "## Products",
         "",
         "| Product | Description | Files | Size | Bytes | SHA-256 |",
@@ -259,6 +269,12 @@ def render_catalogue(
             f"{len(product.files)} | {human_size(product.size)} | {product.size:,} | "
             f"`{product.sha256}` |"
         )
+    return lines
+
+
+def _directory_tables(products: Sequence[Product], *, links: str) -> list[str]:
+    """Return a section per directory product, with a table of its files."""
+    lines: list[str] = []
     for product in (p for p in products if p.directory):
         lines += [
             "",
@@ -274,14 +290,18 @@ def render_catalogue(
                 f"| {_link(file.path, target=file.path, links=links)} | {human_size(file.size)} "
                 f"| {file.size:,} | `{file.sha256}` |"
             )
+    return lines
+
+
+def _figure_sections(products: Sequence[Product], *, links: str) -> list[str]:
+    """Return the figures' section: each figure under its file name, shown inline."""
     figures = [
         (product, file)
         for product in products
         for file in product.files
         if file.path.lower().endswith(FIGURE_SUFFIXES)
     ]
-    if figures:
-        lines += ["", "## Figures"]
+    lines = ["", "## Figures"] if figures else []
     for product, file in figures:
         lines += [
             "",
@@ -291,7 +311,7 @@ def render_catalogue(
             "",
             f"![{_cell(file.path)}]({_target(file.path, links=links)})",
         ]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _provenance_lines(provenance: Mapping[str, str]) -> list[str]:

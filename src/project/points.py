@@ -20,6 +20,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
+
 # (kind, start, stop, n_points), kind "linspace" or "logspace".
 Spec = tuple[str, float, float, int]
 
@@ -66,7 +68,7 @@ def _with_ends(points: jax.Array, *, start: float, stop: float) -> jax.Array:
     return jax.device_put(host)
 
 
-@functools.partial(jax.jit, static_argnums=0)
+@functools.partial(jit, static_argnums=0)
 def _evenly_spaced(
     layout: tuple[tuple[str, int], ...], bounds: tuple[tuple[float, float], ...]
 ) -> tuple[jax.Array, ...]:

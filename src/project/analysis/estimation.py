@@ -202,7 +202,35 @@ def write_estimation_report(
     (labels ``tab:<stem>``), ``figure_png``, ``figure_pdf`` (the fit) and ``profiles_png``,
     ``profiles_pdf`` (the criterion along each param).
     """
-    tables = {
+    tables = _report_tables(estimates)
+    written = []
+    for stem, (table, caption, formats) in tables.items():
+        written += write_table_files(
+            table=table,
+            paths={s: paths[f"{stem}_{s}"] for s in ("tex", "typ", "md") if f"{stem}_{s}" in paths},
+            caption=caption,
+            label=f"tab:{stem}",
+            formats=formats,
+            group_column="Variant",
+            font_size="footnotesize",
+            provenance=provenance,
+        )
+    figure = {fmt: paths[f"figure_{fmt}"] for fmt in ("png", "pdf") if f"figure_{fmt}" in paths}
+    if figure:
+        written += plot_estimation_fit(estimates=estimates, paths=figure, provenance=provenance)
+    profiles = {f: paths[f"profiles_{f}"] for f in ("png", "pdf") if f"profiles_{f}" in paths}
+    if profiles:
+        written += plot_criterion_profiles(
+            estimates=estimates, paths=profiles, provenance=provenance
+        )
+    return written
+
+
+def _report_tables(
+    estimates: Mapping[str, SavedEstimation],
+) -> dict[str, tuple[pd.DataFrame, str, dict[str, str]]]:
+    """Return each report table by file stem: the table, its caption and its formats."""
+    return {
         "estimates": (
             estimates_table(estimates),
             ESTIMATES_CAPTION
@@ -232,27 +260,6 @@ def write_estimation_report(
             {"Slope": "{:.3f}", "Sensitivity": "{:.3f}"},
         ),
     }
-    written = []
-    for stem, (table, caption, formats) in tables.items():
-        written += write_table_files(
-            table=table,
-            paths={s: paths[f"{stem}_{s}"] for s in ("tex", "typ", "md") if f"{stem}_{s}" in paths},
-            caption=caption,
-            label=f"tab:{stem}",
-            formats=formats,
-            group_column="Variant",
-            font_size="footnotesize",
-            provenance=provenance,
-        )
-    figure = {fmt: paths[f"figure_{fmt}"] for fmt in ("png", "pdf") if f"figure_{fmt}" in paths}
-    if figure:
-        written += plot_estimation_fit(estimates=estimates, paths=figure, provenance=provenance)
-    profiles = {f: paths[f"profiles_{f}"] for f in ("png", "pdf") if f"profiles_{f}" in paths}
-    if profiles:
-        written += plot_criterion_profiles(
-            estimates=estimates, paths=profiles, provenance=provenance
-        )
-    return written
 
 
 def plot_estimation_fit(

@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.egm.structure import egm_structure
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.internal import Fact, table
@@ -60,9 +61,9 @@ def _build_kernels(view: Any) -> dict[str, Callable[..., Any]]:
         return inverse(env)["inverse_marginal_utility"]
 
     return {
-        "laws": jax.jit(laws_at),
-        "marginal": jax.jit(marginal_at),
-        "inverse": jax.jit(inverse_at),
+        "laws": jit(laws_at),
+        "marginal": jit(marginal_at),
+        "inverse": jit(inverse_at),
     }
 
 
@@ -94,4 +95,4 @@ def _terminal_kernel(value: Callable[..., Any], arguments: tuple[str, ...]) -> C
 
         return jax.jvp(level, (wealth,), (jnp.ones_like(wealth),))[1]
 
-    return jax.jit(slope)
+    return jit(slope)

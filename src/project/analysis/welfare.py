@@ -257,6 +257,33 @@ def changed_params(base: Mapping[str, Any], counterfactual: Mapping[str, Any]) -
     }
 
 
+def _welfare_at_estimates(
+    *,
+    specifications: Mapping[str, Mapping[str, Any]],
+    solution_directories: Mapping[str, Path],
+    states: pd.DataFrame,
+    base: str,
+    counterfactual: str,
+) -> dict[str, Any]:
+    """Return ``welfare_effect`` of the saved solutions of ``base`` and ``counterfactual``."""
+    specification = dict(specifications[base])
+    with variant_precision(specification):
+        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
+        solutions = {
+            v: load_variant_solution(
+                specification=dict(specifications[v]), directory=Path(solution_directories[v])
+            )
+            for v in (base, counterfactual)
+        }
+        return welfare_effect(
+            model=model,
+            base_params=specification["params"],
+            base_solution=solutions[base],
+            counterfactual_solution=solutions[counterfactual],
+            states=states,
+        )
+
+
 def write_welfare(
     *,
     specifications: Mapping[str, Mapping[str, Any]],
@@ -279,21 +306,13 @@ def write_welfare(
     specification = dict(specifications[base])
     panel = load_table(Path(bundle_directories[base]))
     states = initial_states(panel)
-    with variant_precision(specification):
-        model = build_variant_model(model=specification["model"], sizes=specification["sizes"])
-        solutions = {
-            v: load_variant_solution(
-                specification=dict(specifications[v]), directory=Path(solution_directories[v])
-            )
-            for v in (base, counterfactual)
-        }
-        result = welfare_effect(
-            model=model,
-            base_params=specification["params"],
-            base_solution=solutions[base],
-            counterfactual_solution=solutions[counterfactual],
-            states=states,
-        )
+    result = _welfare_at_estimates(
+        specifications=specifications,
+        solution_directories=solution_directories,
+        states=states,
+        base=base,
+        counterfactual=counterfactual,
+    )
     simulated = simulated_consumption_utility(panel=panel, params=specification["params"])
     mean, error = mean_and_error(simulated.reindex(states["subject_id"]).to_numpy())
     result |= {"simulated_consumption_utility": mean, "simulated_consumption_utility_se": error}

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.calibration.errors import CalibrationError
 from project.points import float_dtype
 
@@ -57,11 +58,7 @@ class TargetProblem:
         floors: Sequence[float] | np.ndarray | None = None,
     ) -> TargetProblem:
         """Validate and return the targets; NaN tolerances take the default, NaN floors none."""
-        names = tuple(str(n) for n in names)
-        duplicated = sorted({n for n in names if names.count(n) > 1})
-        if duplicated:
-            msg = f"Target names must be unique; {duplicated} appear more than once."
-            raise CalibrationError(msg)
+        names = _unique_names(names)
         k = len(names)
         values = _vector(values, name="values", k=k)
         normalization = _vector(
@@ -71,10 +68,7 @@ class TargetProblem:
             np.full(k, np.nan) if tolerances is None else tolerances, name="tolerances", k=k
         )
         floors = _vector(np.zeros(k) if floors is None else floors, name="floors", k=k)
-        held_out = np.zeros(k, dtype=bool) if held_out is None else np.asarray(held_out, bool)
-        if held_out.shape != (k,):
-            msg = f"held_out has shape {held_out.shape}; expected ({k},), one flag per target."
-            raise CalibrationError(msg)
+        held_out = _flags(held_out, k=k)
         _require(
             bad=~np.isfinite(values),
             names=names,
@@ -204,7 +198,7 @@ def _loss(
     return jnp.sum(factors * ((estimates - targets) / scales) ** 2)
 
 
-@jax.jit
+@jit
 def _assess(
     estimates: jnp.ndarray,
     targets: jnp.ndarray,
@@ -218,6 +212,25 @@ def _assess(
     loss, c = jax.value_and_grad(_loss)(estimates, targets, scales, factors)
     close = jnp.abs(estimates - targets) <= scales
     return loss, c, jnp.sum(close & fitted)
+
+
+def _unique_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Return the target names as strings; refuse duplicates."""
+    names = tuple(str(n) for n in names)
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        msg = f"Target names must be unique; {duplicated} appear more than once."
+        raise CalibrationError(msg)
+    return names
+
+
+def _flags(held_out: Sequence[bool] | np.ndarray | None, *, k: int) -> np.ndarray:
+    """Return the held-out flags, one per target (none held out by default)."""
+    flags = np.zeros(k, dtype=bool) if held_out is None else np.asarray(held_out, bool)
+    if flags.shape != (k,):
+        msg = f"held_out has shape {flags.shape}; expected ({k},), one flag per target."
+        raise CalibrationError(msg)
+    return flags
 
 
 def _vector(values: Sequence[float] | np.ndarray, *, name: str, k: int) -> np.ndarray:

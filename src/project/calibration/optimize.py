@@ -24,12 +24,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 import pandas as pd
 
+from project._xla import jit
 from project.calibration import passes
 from project.calibration.errors import CalibrationError
 from project.calibration.objective import Objective, TargetProblem
@@ -90,12 +90,6 @@ def calibrate_weights(
         regularization=regularization,
     )
     theta = jnp.full(batching.padded_length, regularization.initial_theta, dtype=dtype)
-    init, update = _adam(
-        float(settings.learning_rate),
-        float(settings.final_learning_rate_share),
-        int(settings.epochs),
-    )
-    state = init(theta)
     logger.info(
         "Calibrating %d records to %d targets (%d fitted): %d epochs, batch %d, dropout %g, "
         "weights within [%g, %g] x base, %s penalty %g.",
@@ -103,7 +97,41 @@ def calibrate_weights(
         batching.rows, settings.dropout, regularization.lower, regularization.upper,
         regularization.penalty, regularization.strength,
     )  # fmt: skip
+    theta, rows, seconds = _descend(
+        theta, settings=settings, parameters=parameters, source=source, batching=batching,
+        objective=objective,
+    )  # fmt: skip
+    fitted = passes.weights_of(theta=theta, base=base, regularization=regularization)
+    after = passes.scan(weights=fitted.astype(dtype), source=source, batching=batching)[0]
+    return CalibrationFit(
+        weights=fitted,
+        history=pd.DataFrame(rows, columns=HISTORY_COLUMNS),
+        estimates_before=before.astype(np.float64),
+        estimates_after=after.astype(np.float64),
+        denominators=np.asarray(objective.denominators, dtype=np.float64),
+        loss_before=float(objective.loss(before.astype(dtype))),
+        loss_after=float(objective.loss(after.astype(dtype))),
+        penalty_after=regularization.penalty_of(weights=fitted, base=base),
+        epoch_seconds=tuple(seconds),
+    )
 
+
+def _descend(
+    theta: jnp.ndarray,
+    *,
+    settings: CalibrationSettings,
+    parameters: passes.Parameters,
+    source: EstimateSource,
+    batching: passes.Batching,
+    objective: Objective,
+) -> tuple[jnp.ndarray, list[tuple[Any, ...]], list[float]]:
+    """Return theta after ``settings.epochs`` Adam epochs, each epoch's losses and seconds."""
+    init, update = _adam(
+        float(settings.learning_rate),
+        float(settings.final_learning_rate_share),
+        int(settings.epochs),
+    )
+    state = init(theta)
     rows, seconds = [], []
     every = max(1, math.ceil(settings.epochs / LOG_LINES))
     for epoch in range(settings.epochs):
@@ -125,20 +153,7 @@ def calibrate_weights(
                 epoch + 1, settings.epochs, float(step.loss), float(step.fit_loss),
                 float(step.penalty), 100 * share,
             )  # fmt: skip
-
-    fitted = passes.weights_of(theta=theta, base=base, regularization=regularization)
-    after = passes.scan(weights=fitted.astype(dtype), source=source, batching=batching)[0]
-    return CalibrationFit(
-        weights=fitted,
-        history=pd.DataFrame(rows, columns=HISTORY_COLUMNS),
-        estimates_before=before.astype(np.float64),
-        estimates_after=after.astype(np.float64),
-        denominators=np.asarray(objective.denominators, dtype=np.float64),
-        loss_before=float(objective.loss(before.astype(dtype))),
-        loss_after=float(objective.loss(after.astype(dtype))),
-        penalty_after=regularization.penalty_of(weights=fitted, base=base),
-        epoch_seconds=tuple(seconds),
-    )
+    return theta, rows, seconds
 
 
 def validate_weights(weights: Any) -> np.ndarray:
@@ -202,11 +217,11 @@ def _adam(learning_rate: float, final_share: float, epochs: int) -> tuple[Any, A
     )
     optimizer = optax.adam(schedule)
 
-    @jax.jit
+    @jit
     def step(
         theta: jnp.ndarray, state: optax.OptState, grad: jnp.ndarray
     ) -> tuple[jnp.ndarray, optax.OptState]:
         updates, state = optimizer.update(grad, state, theta)
         return optax.apply_updates(theta, updates), state
 
-    return jax.jit(optimizer.init), step
+    return jit(optimizer.init), step

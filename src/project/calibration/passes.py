@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.calibration.objective import Objective
 from project.calibration.regularize import Regularization
 from project.calibration.source import EstimateSource
@@ -198,12 +199,12 @@ def _bound_memory(*, result: jnp.ndarray, batching: Batching) -> None:
         result.block_until_ready()
 
 
-@jax.jit
+@jit
 def _epoch_key(seed: int, epoch: int) -> jax.Array:
     return jax.random.fold_in(jax.random.key(seed), epoch)
 
 
-@partial(jax.jit, static_argnames=("rate",))
+@partial(jit, static_argnames=("rate",))
 def _keep(key: jax.Array, indices: jnp.ndarray, *, rate: float) -> jnp.ndarray:
     def one(index: jnp.ndarray) -> jnp.ndarray:
         return jax.random.bernoulli(jax.random.fold_in(key, index), 1.0 - rate)
@@ -232,7 +233,7 @@ def _batch_weights(
     return weights, divergence
 
 
-@partial(jax.jit, static_argnames=("rows", "rate", "regularization"))
+@partial(jit, static_argnames=("rows", "rate", "regularization"))
 def _pass_estimates(
     total: jnp.ndarray,
     divergence: jnp.ndarray,
@@ -255,7 +256,7 @@ def _pass_estimates(
     return total + jnp.sum(_chunk_sums(weights, block), axis=0), divergence + jnp.sum(terms)
 
 
-@partial(jax.jit, static_argnames=("rows", "rate", "regularization"))
+@partial(jit, static_argnames=("rows", "rate", "regularization"))
 def _pass_gradient(
     theta: jnp.ndarray,
     base: jnp.ndarray,
@@ -282,7 +283,7 @@ def _pass_gradient(
     return jax.grad(surrogate)(jax.lax.dynamic_slice(theta, (start,), (rows,)))
 
 
-@partial(jax.jit, static_argnames=("rows",))
+@partial(jit, static_argnames=("rows",))
 def _pass_scan(
     weights: jnp.ndarray, block: jnp.ndarray, start: int, *, rows: int
 ) -> tuple[jnp.ndarray, jnp.ndarray]:

@@ -33,19 +33,7 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
     """
     model = solution.model
     structure = egm_structure(model)
-    if structure.discrete_actions:
-        msg = (
-            f"Model {model.name!r} has discrete actions {list(structure.discrete_actions)}: "
-            "Euler errors are defined here for models without discrete choices only (the "
-            "Euler equation holds per choice, away from the kinks)."
-        )
-        raise ModelSpecificationError(msg)
-    flat, shape = validate_states(model=model, states=states, period=period)
-    if period >= model.n_periods - 1:
-        msg = (
-            f"period={period} has no next period: Euler errors need period < {model.n_periods - 1}."
-        )
-        raise InvalidStatesError(msg)
+    flat, shape = _checked_states(model, structure=structure, states=states, period=period)
     dtype = float_dtype()
     consumption = _consumption(solution, period=period, states=flat)
     savings = flat[structure.state] - consumption
@@ -93,6 +81,26 @@ def euler_errors(solution: Any, *, period: int, states: Mapping[str, Any]) -> np
     limit = float(np.asarray(model.post_decision_grid.to_jax())[0])
     binding = savings <= limit + 1e-9 * max(1.0, abs(limit))
     return np.where(binding, np.nan, error).reshape(shape)
+
+
+def _checked_states(
+    model: Any, *, structure: Any, states: Mapping[str, Any], period: int
+) -> tuple[dict[str, np.ndarray], tuple[int, ...]]:
+    """Return ``states`` validated (flat, and their shape); refuse what has no Euler error."""
+    if structure.discrete_actions:
+        msg = (
+            f"Model {model.name!r} has discrete actions {list(structure.discrete_actions)}: "
+            "Euler errors are defined here for models without discrete choices only (the "
+            "Euler equation holds per choice, away from the kinks)."
+        )
+        raise ModelSpecificationError(msg)
+    flat, shape = validate_states(model=model, states=states, period=period)
+    if period >= model.n_periods - 1:
+        msg = (
+            f"period={period} has no next period: Euler errors need period < {model.n_periods - 1}."
+        )
+        raise InvalidStatesError(msg)
+    return flat, shape
 
 
 def _consumption(solution: Any, *, period: int, states: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -21,7 +21,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.egm.choices import EGMArrays
 from project.egm.kinks import KINK_SLOTS, Kinks, no_kinks
 from project.egm.period import EGMPeriod
@@ -57,7 +57,7 @@ def build_program(
 ) -> Callable[[jax.Array, jax.Array], tuple[EGMArrays, jax.Array]]:
     """Return ``program_function``'s program, jitted."""
     program = program_function(model, window=window, kink_slots=kink_slots)
-    return jax.jit(program, compiler_options=quick_compile_options())
+    return jit(program, compiler_options=quick_compile_options())
 
 
 def program_function(

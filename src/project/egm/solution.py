@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.egm.choices import EGMArrays, at_only_choice, at_state
 from project.egm.structure import EGMStructure, egm_structure
 from project.egm.utility import Utility
@@ -296,7 +297,7 @@ def _build_grid_evaluator(model: Model) -> Callable[..., Any]:
         per_period = jax.vmap(period_values, in_axes=(0, None, None, None, 0, 0, None))
         return per_period(arrays, codes, wealth, params, periods, ages, limit)
 
-    return jax.jit(values)
+    return jit(values)
 
 
 def _build(model: Model) -> Callable[..., Any]:
@@ -307,7 +308,7 @@ def _build(model: Model) -> Callable[..., Any]:
             arrays, codes, wealth, params, period, age, limit
         )
 
-    return jax.jit(evaluate)
+    return jit(evaluate)
 
 
 EVALUATOR: Fact[Callable[..., Any]] = Fact("EGM evaluator at flat states", build=_build)

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.program import REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
@@ -219,7 +219,7 @@ def _build_feasibility(model: Model) -> Callable[..., jax.Array]:
         periods = jnp.arange(model.n_periods, dtype=jnp.int32)
         return per_period(periods, contexts, choices, savings, trial)
 
-    return jax.jit(check, compiler_options=quick_compile_options())
+    return jit(check, compiler_options=quick_compile_options())
 
 
 FEASIBILITY: Fact[Callable[..., jax.Array]] = Fact(
@@ -249,6 +249,32 @@ def check_report(
     method = solution.method.upper()
     where = f"Model {model.name!r}{f', regime {regime!r}' if regime else ''} (solved by {method})"
     failed = {column: np.flatnonzero(report[:, i]) for i, column in enumerate(REPORT_COLUMNS)}
+    _check_specification(model, failed, where=where)
+    if failed["non_monotone"].size and not solution.structure.discrete_actions:
+        period = int(failed["non_monotone"][0])
+        raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
+    reported = {*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()}
+    if reported:
+        periods = sorted(reported)
+        period = periods[-1]  # backward induction: the last failed period is the source
+        msg = (
+            f"{where}: EGM produced NaN/inf consumption or values "
+            f"or V outside the range of utility, in periods {periods}; in period {period} "
+            f"{_invalid_states(solution, period)}. Check that utility is finite for positive "
+            "consumption (logs of non-positive numbers, params) and that next period's wealth "
+            "stays above the borrowing limit"
+        )
+        if on_invalid == "raise":
+            msg += "; solve(..., on_invalid='warn') continues with a warning instead."
+            raise InvalidValueFunctionError(msg)
+        logger.warning("%s; continuing (on_invalid='warn').", msg)
+
+
+def _check_specification(model: Any, failed: dict[str, np.ndarray], *, where: str) -> None:
+    """Raise ``ModelSpecificationError`` for the failures that are the model's mistake.
+
+    ``failed``: the periods in which each report column flagged a failure.
+    """
     if failed["inverse_marginal_residual"].size:
         period = int(failed["inverse_marginal_residual"][0])
         what = (
@@ -280,24 +306,6 @@ def check_report(
             "and actions."
         )
         raise ModelSpecificationError(msg)
-    if failed["non_monotone"].size and not solution.structure.discrete_actions:
-        period = int(failed["non_monotone"][0])
-        raise InvalidValueFunctionError(_non_monotone_message(solution, period=period))
-    reported = {*failed["not_finite"].tolist(), *failed["inverse_residual"].tolist()}
-    if reported:
-        periods = sorted(reported)
-        period = periods[-1]  # backward induction: the last failed period is the source
-        msg = (
-            f"{where}: EGM produced NaN/inf consumption or values "
-            f"or V outside the range of utility, in periods {periods}; in period {period} "
-            f"{_invalid_states(solution, period)}. Check that utility is finite for positive "
-            "consumption (logs of non-positive numbers, params) and that next period's wealth "
-            "stays above the borrowing limit"
-        )
-        if on_invalid == "raise":
-            msg += "; solve(..., on_invalid='warn') continues with a warning instead."
-            raise InvalidValueFunctionError(msg)
-        logger.warning("%s; continuing (on_invalid='warn').", msg)
 
 
 def _invalid_states(solution: EGMSolution, period: int) -> str:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import optimagic as om
@@ -121,6 +121,60 @@ def estimate_msm(
         relative_step=relative_step,
         on_failure=on_failure,
     )
+    fit = _fit_at(
+        simulator=simulator,
+        problem=problem,
+        space=space,
+        estimates=estimates,
+        relative_step=relative_step,
+        max_condition=max_condition,
+    )
+    result = _result(
+        fit,
+        problem=problem,
+        space=space,
+        simulator=simulator,
+        raw=raw,
+        converged=converged,
+        message=message,
+        algorithm=str(algorithm),
+        n_optimizer_evaluations=n_optimizer_evaluations,
+    )
+    inference = fit.inference
+    logger.info(
+        "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
+        result.params,
+        dict(zip(space.names, inference.standard_errors.round(6).tolist(), strict=True)),
+        inference.j_statistic,
+        inference.j_dof,
+        inference.j_p_value,
+        simulator.calls,
+    )
+    return result
+
+
+class _Fit(NamedTuple):
+    """The moments, their Jacobian and the inference at the estimates."""
+
+    estimates: np.ndarray
+    simulated: np.ndarray
+    jacobian: np.ndarray
+    residuals: np.ndarray
+    objective: float
+    inference: Any
+    interval: dict[str, Any]
+
+
+def _fit_at(
+    *,
+    simulator: CheckedSimulator,
+    problem: MomentProblem,
+    space: ParameterSpace,
+    estimates: np.ndarray,
+    relative_step: float,
+    max_condition: float,
+) -> _Fit:
+    """Return the moments, their Jacobian and the inference at ``estimates``."""
     simulated, jacobian = moments_and_jacobian_at(
         simulator=simulator,
         problem=problem,
@@ -137,13 +191,6 @@ def estimate_msm(
         max_condition=max_condition,
     )
     residuals = simulated - problem.data
-    objective = float(np.sum(problem.residuals(simulated) ** 2))
-
-    def criterion_at(values: np.ndarray) -> float:
-        if np.array_equal(values, estimates):  # simulated there already
-            return objective
-        return float(np.sum(problem.residuals(simulator(values)) ** 2))
-
     inference = infer(
         jacobian=jacobian,
         weighting=problem.weighting,
@@ -152,27 +199,57 @@ def estimate_msm(
         estimates=estimates,
         condition_number=condition,
     )
-    interval = bounded_intervals(inference=inference, space=space, estimates=estimates)
-    result = MSMResult(
+    return _Fit(
+        estimates=estimates,
+        simulated=simulated,
+        jacobian=jacobian,
+        residuals=residuals,
+        objective=float(np.sum(problem.residuals(simulated) ** 2)),
+        inference=inference,
+        interval=bounded_intervals(inference=inference, space=space, estimates=estimates),
+    )
+
+
+def _result(
+    fit: _Fit,
+    *,
+    problem: MomentProblem,
+    space: ParameterSpace,
+    simulator: CheckedSimulator,
+    raw: Any,
+    converged: bool,
+    message: str,
+    algorithm: str,
+    n_optimizer_evaluations: int,
+) -> MSMResult:
+    """Return the estimation's result: the fit, the search and the data it used."""
+    inference, estimates = fit.inference, fit.estimates
+
+    def criterion_at(values: np.ndarray) -> float:
+        if np.array_equal(values, estimates):  # simulated there already
+            return fit.objective
+        return float(np.sum(problem.residuals(simulator(values)) ** 2))
+
+    return MSMResult(
         param_names=space.names,
         estimates=estimates,
         covariance=inference.covariance,
-        **interval,
+        **fit.interval,
         start_params=space.start,
         lower_bounds=space.lower,
         upper_bounds=space.upper,
         moment_names=problem.names,
         data_moments=problem.data,
         data_covariance=problem.covariance,
-        simulated_moments=simulated,
-        residuals=residuals,
+        simulated_moments=fit.simulated,
+        residuals=fit.residuals,
         moment_standard_errors=inference.moment_standard_errors,
         moment_t_stats=inference.moment_t_stats,
         n_data=problem.n_data,
         n_simulated=problem.n_simulated,
-        jacobian=jacobian,
+        jacobian=fit.jacobian,
         weighting=problem.weighting,
-        objective=objective,
+        objective=fit.objective,
         j_statistic=inference.j_statistic,
         j_dof=inference.j_dof,
         j_p_value=inference.j_p_value,
@@ -180,7 +257,7 @@ def estimate_msm(
         condition_number=inference.condition_number,
         converged=converged,
         message=message,
-        algorithm=str(algorithm),
+        algorithm=algorithm,
         n_optimizer_evaluations=n_optimizer_evaluations,
         n_simulations=simulator.calls,
         n_local_optimizations=(
@@ -188,16 +265,6 @@ def estimate_msm(
         ),
         local_searches=local_searches(raw, space=space, criterion=criterion_at),
     )
-    logger.info(
-        "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
-        result.params,
-        dict(zip(space.names, inference.standard_errors.round(6).tolist(), strict=True)),
-        inference.j_statistic,
-        inference.j_dof,
-        inference.j_p_value,
-        simulator.calls,
-    )
-    return result
 
 
 def _check_settings(

@@ -35,7 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS
 from project.egm.structure import egm_structure
 from project.estimation.choice_count import ChoiceCount, choice_counter
@@ -246,7 +246,7 @@ class MomentProgram:
                 *out, invalid, narrow, runs = mapped(points, *inputs)
                 return *out, invalid, narrow.any(), runs.max()
 
-            compiled = jax.jit(program, compiler_options=quick_compile_options())
+            compiled = jit(program, compiler_options=quick_compile_options())
             self._compiled[key] = compiled
         return self._compiled[key]
 

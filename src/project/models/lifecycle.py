@@ -97,17 +97,7 @@ def build_model(
             "retirement": DiscreteGrid(RetirementStatus),
             "consumption": consumption_grid(n_points=n_consumption),
         },
-        functions={
-            "utility": utility,
-            "inverse_utility": inverse_utility,
-            "inverse_marginal_utility": inverse_marginal_utility,
-            "working": working,
-            "income_nodes": income.nodes,
-            "labor_income": labor_income,
-            "next_wealth": next_wealth,
-            "next_lagged_retirement": next_lagged_retirement,
-            "next_pref_type": next_pref_type,
-        },
+        functions=_functions(income),
         constraints={
             "borrowing_constraint": borrowing_constraint,
             "absorbing_retirement": absorbing_retirement,
@@ -119,6 +109,21 @@ def build_model(
         post_decision_grid=None if n_savings is None else savings_grid(n_points=n_savings, stop=20),
         taste_shocks=taste_shocks,
     )
+
+
+def _functions(income: IncomeProcess) -> dict[str, Any]:
+    """Return the model's functions; the income nodes are ``income``'s."""
+    return {
+        "utility": utility,
+        "inverse_utility": inverse_utility,
+        "inverse_marginal_utility": inverse_marginal_utility,
+        "working": working,
+        "income_nodes": income.nodes,
+        "labor_income": labor_income,
+        "next_wealth": next_wealth,
+        "next_lagged_retirement": next_lagged_retirement,
+        "next_pref_type": next_pref_type,
+    }
 
 
 class IncomeProcess:

@@ -151,7 +151,6 @@ def build_model(
     *, n_savings: int = 150, savings_max: float = 40.0, taste_shocks: bool = True
 ) -> RegimeModel:
     """Return the model (working, retired, dead) on ages 25..99 (EV1 shocks on the claim)."""
-    ages = range(FIRST_AGE, LAST_AGE + 1)
     wealth = LogSpacedGrid(start=0.05, stop=savings_max, n_points=50, name="wealth")
     savings = exponential_grid(
         stop=savings_max,
@@ -160,9 +159,24 @@ def build_model(
         n_refined=n_savings // REFINED_EVERY,
         smallest=REFINED_SMALLEST,
     )
+    working = _working(wealth=wealth, savings=savings, taste_shocks=taste_shocks)
+    retired = _retired(wealth=wealth, savings=savings)
+    return RegimeModel(
+        name="lifecycle_normalised",
+        regimes={
+            "working": working,
+            "retired": retired,
+            "dead": TerminalRegime(value=bequest_value),
+        },
+        transitions={"working": working_transition, "retired": retired_transition},
+    )
+
+
+def _working(*, wealth: LogSpacedGrid, savings: Any, taste_shocks: bool) -> Model:
+    """Return the working regime: it claims (or not) and consumes."""
     periods = n_periods()
     survival = {"survival_probabilities": (periods,)}
-    working = Model(
+    return Model(
         name="working",
         states={"wealth": wealth},
         actions={"claim": DiscreteGrid(ClaimStatus), "consumption": ContinuousAction()},
@@ -180,7 +194,7 @@ def build_model(
         },
         constraints={"borrowing_constraint": borrowing_constraint, "claim_age": claim_age},
         shocks=income_shocks(),
-        ages=ages,
+        ages=range(FIRST_AGE, LAST_AGE + 1),
         param_shapes={
             **survival,
             "income_growth": (periods,),
@@ -192,7 +206,12 @@ def build_model(
         post_decision_grid=savings,
         taste_shocks=taste_shocks,
     )
-    retired = Model(
+
+
+def _retired(*, wealth: LogSpacedGrid, savings: Any) -> Model:
+    """Return the retired regime: it consumes its wealth and its pension."""
+    survival = {"survival_probabilities": (n_periods(),)}
+    return Model(
         name="retired",
         states={"wealth": wealth},
         actions={"consumption": ContinuousAction()},
@@ -205,18 +224,9 @@ def build_model(
             "wealth_to_income": wealth_to_income,
         },
         constraints={"borrowing_constraint": borrowing_constraint},
-        ages=ages,
+        ages=range(FIRST_AGE, LAST_AGE + 1),
         param_shapes=survival,
         post_decision_grid=savings,
-    )
-    return RegimeModel(
-        name="lifecycle_normalised",
-        regimes={
-            "working": working,
-            "retired": retired,
-            "dead": TerminalRegime(value=bequest_value),
-        },
-        transitions={"working": working_transition, "retired": retired_transition},
     )
 
 

@@ -89,14 +89,48 @@ def build_model(
     table = form == "life_table"
     survival_functions = {"survival": survival_from_table} if table else {}
     survival_shapes = {"survival_probabilities": (n_periods,)} if table else {}
-
-    working_regime = Model(
-        name="working",
-        states={
-            "pref_type": types,
-            "income": income.grid,
-            "wealth": wealth,
+    survival_parts = {"functions": survival_functions, "shapes": survival_shapes}
+    working_regime = _working_regime(
+        grids={"pref_type": types, "income": income.grid, "wealth": wealth},
+        consumption=consumption,
+        income=income,
+        savings=savings,
+        ages=ages,
+        survival=survival_parts,
+        taste_shocks=taste_shocks,
+    )
+    retired_regime = _retired_regime(
+        grids={"pref_type": types, "wealth": wealth},
+        consumption=consumption,
+        savings=savings,
+        ages=ages,
+        survival=survival_parts,
+    )
+    return RegimeModel(
+        name="lifecycle_regimes",
+        regimes={
+            "working": working_regime,
+            "retired": retired_regime,
+            "dead": TerminalRegime(value=bequest_value if bequest else None),
         },
+        transitions=_transitions(form),
+    )
+
+
+def _working_regime(
+    *,
+    grids: dict[str, Any],
+    consumption: Any,
+    income: IncomeProcess,
+    savings: Any,
+    ages: range,
+    survival: dict[str, dict[str, Any]],
+    taste_shocks: bool,
+) -> Model:
+    """Return the working regime: it retires (or not) and consumes."""
+    return Model(
+        name="working",
+        states=dict(grids),
         actions={"retirement": DiscreteGrid(RetirementStatus), "consumption": consumption},
         functions={
             "utility": utility,
@@ -107,7 +141,7 @@ def build_model(
             "labor_income": labor_income,
             "next_wealth": next_wealth,
             "next_pref_type": next_pref_type,
-            **survival_functions,
+            **survival["functions"],
         },
         constraints={
             "borrowing_constraint": borrowing_constraint,
@@ -115,13 +149,24 @@ def build_model(
         },
         stochastic_transitions={"income": income.transition},
         ages=ages,
-        param_shapes={"disutility_of_work": (2,), **survival_shapes},
+        param_shapes={"disutility_of_work": (2,), **survival["shapes"]},
         post_decision_grid=savings,
         taste_shocks=taste_shocks,
     )
-    retired_regime = Model(
+
+
+def _retired_regime(
+    *,
+    grids: dict[str, Any],
+    consumption: Any,
+    savings: Any,
+    ages: range,
+    survival: dict[str, dict[str, Any]],
+) -> Model:
+    """Return the retired regime: it consumes."""
+    return Model(
         name="retired",
-        states={"pref_type": types, "wealth": wealth},
+        states=dict(grids),
         actions={"consumption": consumption},
         functions={
             "utility": retired_utility,
@@ -129,28 +174,22 @@ def build_model(
             "inverse_marginal_utility": inverse_marginal_utility,
             "next_wealth": retired_next_wealth,
             "next_pref_type": next_pref_type,
-            **survival_functions,
+            **survival["functions"],
         },
         constraints={"borrowing_constraint": borrowing_constraint},
         ages=ages,
-        param_shapes=survival_shapes,
+        param_shapes=survival["shapes"],
         post_decision_grid=savings,
     )
-    if table:
-        transitions = {"working": working_transition_of, "retired": retired_transition_of}
-    elif form == "gompertz":
-        transitions = {"working": working_transition, "retired": retired_transition}
-    else:
-        transitions = {"working": working_transition_immortal, "retired": lambda: {"retired": 1.0}}
-    return RegimeModel(
-        name="lifecycle_regimes",
-        regimes={
-            "working": working_regime,
-            "retired": retired_regime,
-            "dead": TerminalRegime(value=bequest_value if bequest else None),
-        },
-        transitions=transitions,
-    )
+
+
+def _transitions(form: str) -> dict[str, Any]:
+    """Return the regime transitions of the survival ``form``."""
+    if form == "life_table":
+        return {"working": working_transition_of, "retired": retired_transition_of}
+    if form == "gompertz":
+        return {"working": working_transition, "retired": retired_transition}
+    return {"working": working_transition_immortal, "retired": lambda: {"retired": 1.0}}
 
 
 def _survival_form(survival: bool | str) -> str:

@@ -92,39 +92,14 @@ def save_bundle(
     to the metadata and the table's schema; by default ``product_provenance`` of the metadata
     (the model description, params and simulation settings) with the result's seed.
     """
-    frame = result.to_dataframe(additional_targets)
-    for name, values in (columns or {}).items():
-        if name in frame.columns or np.shape(values) != (len(frame),):
-            msg = (
-                f"The derived column {name!r} must be new and hold one value per row "
-                f"({len(frame)}), got shape {np.shape(values)}."
-            )
-            raise ValueError(msg)
-        frame[name] = np.asarray(values)
+    frame = _table(result, additional_targets=additional_targets, columns=columns or {})
     tree = {
         "value_function": value_function_tree(result.value_function),
         "columns": {name: _to_numpy(v) for name, v in result.columns.items()},
     }
-    params = {name: _to_numpy(v) for name, v in result.params.items()}
-    base = {"subject_id", "period", "age", *result.columns}
-    metadata = {
-        "model": result.description,
-        "state_names": list(result.description["states"]),
-        "action_names": list(result.description["actions"]),
-        "ages": [float(a) for a in result.ages],
-        "params": {name: v.tolist() for name, v in params.items()},
-        "param_dtypes": {name: str(v.dtype) for name, v in params.items()},
-        "seed": int(_to_numpy(result.seed)),
-        "subject_batch_size": int(_to_numpy(result.subject_batch_size)),
-        "start_period": int(result.start_period),
-        "method": str(result.method),
-        "n_subjects": int(tree["columns"]["value"].shape[0]),
-        "additional_targets": [
-            str(c) for c in frame.columns if c not in base and c not in (columns or {})
-        ],
-        "derived_columns": sorted(columns or {}),
-        "versions": {**package_versions(), **versions_of(TABLE_PACKAGES)},
-    }
+    metadata = _metadata(
+        result, frame=frame, columns=columns or {}, n_subjects=tree["columns"]["value"].shape[0]
+    )
     if provenance is None:
         settings = {k: v for k, v in metadata.items() if k != "versions"}
         provenance = product_provenance(
@@ -144,6 +119,53 @@ def save_bundle(
             compression=TABLE_COMPRESSION,
         )
     return directory / MARKER_NAME
+
+
+def _table(
+    result: SimulationResult,
+    *,
+    additional_targets: list[str] | str | None,
+    columns: Mapping[str, np.ndarray],
+) -> pd.DataFrame:
+    """Return ``result``'s table with the extra targets and the derived ``columns``."""
+    frame = result.to_dataframe(additional_targets)
+    for name, values in columns.items():
+        if name in frame.columns or np.shape(values) != (len(frame),):
+            msg = (
+                f"The derived column {name!r} must be new and hold one value per row "
+                f"({len(frame)}), got shape {np.shape(values)}."
+            )
+            raise ValueError(msg)
+        frame[name] = np.asarray(values)
+    return frame
+
+
+def _metadata(
+    result: SimulationResult,
+    *,
+    frame: pd.DataFrame,
+    columns: Mapping[str, np.ndarray],
+    n_subjects: int,
+) -> dict[str, Any]:
+    """Return the bundle's metadata (without its provenance)."""
+    params = {name: _to_numpy(v) for name, v in result.params.items()}
+    base = {"subject_id", "period", "age", *result.columns}
+    return {
+        "model": result.description,
+        "state_names": list(result.description["states"]),
+        "action_names": list(result.description["actions"]),
+        "ages": [float(a) for a in result.ages],
+        "params": {name: v.tolist() for name, v in params.items()},
+        "param_dtypes": {name: str(v.dtype) for name, v in params.items()},
+        "seed": int(_to_numpy(result.seed)),
+        "subject_batch_size": int(_to_numpy(result.subject_batch_size)),
+        "start_period": int(result.start_period),
+        "method": str(result.method),
+        "n_subjects": int(n_subjects),
+        "additional_targets": [str(c) for c in frame.columns if c not in base and c not in columns],
+        "derived_columns": sorted(columns),
+        "versions": {**package_versions(), **versions_of(TABLE_PACKAGES)},
+    }
 
 
 def load_bundle(*, directory: Path, model: Model | RegimeModel | None = None) -> SimulationResult:

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.period import EGMPeriod, Target
 from project.egm.program import REPORT_COLUMNS, period_report
@@ -83,17 +83,9 @@ def solve_on_endogenous_grids(
         window = widen_window(model, window=window, runs=runs)
         arrays, reports = _program(model, window=window, **fits)(device_params, savings)
         tables = {r: np.asarray(report) for r, report in reports.items()}
-    solutions = {}
-    for regime, view in model.regimes.items():
-        shape = egm_structure(view).discrete_shape
-        regime_arrays = jax.tree.map(
-            lambda x, shape=shape: x.reshape(model.n_periods, *shape, *x.shape[2:]),
-            arrays[regime],
-        )
-        solutions[regime] = EGMSolution(
-            model=view, params=host_params, arrays=regime_arrays, savings=savings[regime]
-        )
-        if log_level != "off":
+    solutions = _solutions(model, arrays=arrays, params=host_params, savings=savings)
+    if log_level != "off":
+        for regime in model.regimes:
             table = tables[regime]
             raise_for_regime_checks(model, regime, table[:, len(REPORT_COLUMNS) :])
             check_report(
@@ -109,6 +101,27 @@ def solve_on_endogenous_grids(
             len(model.regimes),
             model.n_periods,
             time.perf_counter() - started,
+        )
+    return solutions
+
+
+def _solutions(
+    model: RegimeModel,
+    *,
+    arrays: Mapping[str, Any],
+    params: Mapping[str, Any],
+    savings: Mapping[str, jax.Array],
+) -> dict[str, EGMSolution]:
+    """Return each regime's ``EGMSolution`` from the program's stacked arrays."""
+    solutions = {}
+    for regime, view in model.regimes.items():
+        shape = egm_structure(view).discrete_shape
+        regime_arrays = jax.tree.map(
+            lambda x, shape=shape: x.reshape(model.n_periods, *shape, *x.shape[2:]),
+            arrays[regime],
+        )
+        solutions[regime] = EGMSolution(
+            model=view, params=params, arrays=regime_arrays, savings=savings[regime]
         )
     return solutions
 
@@ -148,7 +161,7 @@ def _program(
     return compiled_within(
         PROGRAMS.of(model),
         (window, str(dtype)),
-        lower=lambda: jax.jit(
+        lower=lambda: jit(
             _build(model, window=window), compiler_options=quick_compile_options()
         ).lower(flat, savings),
         memory_limit=memory_limit,

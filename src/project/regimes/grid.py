@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.model.internal import table
 from project.model.params import pack_params, params_on_host, unpack_params
 from project.points import float_dtype
@@ -95,40 +96,76 @@ def solve_on_grid(
             continuation=lambda period, regime=regime: continuation(regime, period),
         )
     if log_level != "off":
-        for regime, table in tables.items():
-            _check_report(model, regime, table, plan=plans[regime], params=host_params)
-            report_flags(
-                table[:, : len(FLAG_COLUMNS)],
-                log_level=log_level,
-                describe=lambda period, regime=regime: (
-                    f"Regime {regime!r}: V is NaN at "
-                    + nan_locations(
-                        solutions[regime].values[period],
-                        axis_names=model.regimes[regime].state_names,
-                        points={
-                            n: np.asarray(p)
-                            for n, p in points.items()
-                            if jnp.issubdtype(p.dtype, jnp.floating)
-                        },
-                    )
-                    + "."
-                ),
-                on_invalid=on_invalid,
-                what=f"grid search, regime {regime!r}",
-            )
-    if log_level in ("progress", "debug"):
-        for regime, plan in plans.items():
-            logger.info("Regime %r:", regime)
-            log_kernels(plan, choices[regime])
-        logger.info(
-            "Solved %r (%d regimes) on the grids: %d periods in %.3f s.",
-            model.name,
-            len(model.regimes),
-            model.n_periods,
-            time.perf_counter() - started,
+        _check_reports(
+            model,
+            tables=tables,
+            plans=plans,
+            solutions=solutions,
+            params=host_params,
+            points=points,
+            log_level=log_level,
+            on_invalid=on_invalid,
         )
-        memory.log(what=f"solving {model.name!r}")
+    if log_level in ("progress", "debug"):
+        _log_solve(model, plans=plans, choices=choices, memory=memory, started=started)
     return solutions
+
+
+def _log_solve(
+    model: RegimeModel,
+    *,
+    plans: Mapping[str, Any],
+    choices: Mapping[str, Any],
+    memory: Any,
+    started: float,
+) -> None:
+    """Log each regime's kernels, the solve's time and its memory plan."""
+    for regime, plan in plans.items():
+        logger.info("Regime %r:", regime)
+        log_kernels(plan, choices[regime])
+    logger.info(
+        "Solved %r (%d regimes) on the grids: %d periods in %.3f s.",
+        model.name,
+        len(model.regimes),
+        model.n_periods,
+        time.perf_counter() - started,
+    )
+    memory.log(what=f"solving {model.name!r}")
+
+
+def _check_reports(
+    model: RegimeModel,
+    *,
+    tables: Mapping[str, np.ndarray],
+    plans: Mapping[str, Any],
+    solutions: Mapping[str, Solution],
+    params: Mapping[str, Any],
+    points: Mapping[str, jax.Array],
+    log_level: LogLevel,
+    on_invalid: str,
+) -> None:
+    """Raise or log what each regime's report records (``report_flags``)."""
+    for regime, report in tables.items():
+        _check_report(model, regime, report, plan=plans[regime], params=params)
+        report_flags(
+            report[:, : len(FLAG_COLUMNS)],
+            log_level=log_level,
+            describe=lambda period, regime=regime: (
+                f"Regime {regime!r}: V is NaN at "
+                + nan_locations(
+                    solutions[regime].values[period],
+                    axis_names=model.regimes[regime].state_names,
+                    points={
+                        n: np.asarray(p)
+                        for n, p in points.items()
+                        if jnp.issubdtype(p.dtype, jnp.floating)
+                    },
+                )
+                + "."
+            ),
+            on_invalid=on_invalid,
+            what=f"grid search, regime {regime!r}",
+        )
 
 
 def solution_continuation(
@@ -137,7 +174,7 @@ def solution_continuation(
     """Return ``continuation(regime, period)``: ``W_r`` from the solved V of period + 1."""
     forms = {r: RegimeContinuation(model, source=r) for r in model.regimes}
     jitted = {
-        r: jax.jit(
+        r: jit(
             lambda next_values, params, grid_points, period, age, form=form: form(
                 next_values, params=params, grid_points=grid_points, period=period, age=age
             )[0]
@@ -183,7 +220,7 @@ def _program(
     )
     programs = PROGRAMS.of(model)
     if key not in programs:
-        programs[key] = jax.jit(_build(model, plans, names))
+        programs[key] = jit(_build(model, plans, names))
     return programs[key]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.errors import SimulationError
 from project.points import float_dtype
 
@@ -187,7 +187,5 @@ def draw_ahead_compiled(
 
     Integer hashing and an exact subtraction: the options change no bit, only the compile.
     """
-    compiled = jax.jit(
-        draw_ahead, static_argnames="streams", compiler_options=quick_compile_options()
-    )
+    compiled = jit(draw_ahead, static_argnames="streams", compiler_options=quick_compile_options())
     return compiled(seed=seed, subject_ids=subject_ids, periods=periods, streams=streams)

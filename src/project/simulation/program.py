@@ -23,7 +23,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project._xla import quick_compile_options
+from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS, program_function
 from project.egm.solution import period_slice
@@ -127,7 +127,7 @@ class PanelProgram:
     def _program(self, window: int) -> Callable[..., Any]:
         key = (window, str(float_dtype()))
         if key not in self._programs:
-            self._programs[key] = jax.jit(
+            self._programs[key] = jit(
                 self._traced(window), compiler_options=quick_compile_options()
             )
         return self._programs[key]

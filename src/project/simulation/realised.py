@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.model.spec import Model
 from project.points import float_dtype
 from project.shocks import shock_tables
@@ -59,7 +60,7 @@ def realised_functions(
         return combined(env)
 
     rows = {name: jnp.asarray(value) for name, value in values.items()}
-    evaluated = jax.jit(jax.vmap(one))(
+    evaluated = jit(jax.vmap(one))(
         jnp.asarray(subject_ids, dtype=jnp.int32),
         jnp.asarray(periods, dtype=jnp.int32),
         jnp.asarray(ages, dtype=dtype),

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from project._xla import jit
 from project.errors import InitialConditionsError
 from project.model.internal import table
 from project.model.params import check_solved_params, validate_params
@@ -85,12 +86,7 @@ def simulate_regimes(
     expected = period_inputs(solution, params=params, start_period=start_period)
     periods = jnp.arange(start_period, model.n_periods, dtype=jnp.int32)
     ages = jnp.asarray(np.asarray(model.ages[start_period:]), dtype=dtype)
-    n_simulated = model.n_periods - start_period
-    columns = {REGIME: np.zeros((n_subjects, n_simulated), np.int32)}
-    for name, grid in (model.states | model.actions).items():
-        kind = np.int32 if grid.is_discrete else np.dtype(dtype)
-        columns[name] = np.zeros((n_subjects, n_simulated), kind)
-    columns["value"] = np.zeros((n_subjects, n_simulated), np.dtype(dtype))
+    columns = _empty_columns(model, shape=(n_subjects, model.n_periods - start_period))
     for start in range(0, n_subjects, chunk):
         ids = np.arange(start, min(start + chunk, n_subjects))
         codes = jnp.asarray(regime[ids])
@@ -110,6 +106,16 @@ def simulate_regimes(
         subject_batch_size=subject_batch_size,
         start_period=start_period,
     )
+
+
+def _empty_columns(model: RegimeModel, *, shape: tuple[int, int]) -> dict[str, np.ndarray]:
+    """Return the panel's columns (subjects by periods) filled with zeros, in their dtypes."""
+    dtype = np.dtype(float_dtype())
+    columns = {REGIME: np.zeros(shape, np.int32)}
+    for name, grid in (model.states | model.actions).items():
+        columns[name] = np.zeros(shape, np.int32 if grid.is_discrete else dtype)
+    columns["value"] = np.zeros(shape, dtype)
+    return columns
 
 
 def regime_methods(solution: RegimeSolution) -> tuple[tuple[str, str], ...]:
@@ -183,7 +189,7 @@ def regime_panel(solution: RegimeSolution) -> Callable[..., Any]:
     programs = PANELS.of(solution.model)
     methods = regime_methods(solution)
     if methods not in programs:
-        programs[methods] = jax.jit(build_regime_panel(solution.model, methods=dict(methods)))
+        programs[methods] = jit(build_regime_panel(solution.model, methods=dict(methods)))
     return programs[methods]
 
 
@@ -335,7 +341,7 @@ def _build_terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.
         read = {a: states[a] for a in spec.arguments if a in states}
         return jax.vmap(one)(read).astype(float_dtype())
 
-    return jax.jit(value)
+    return jit(value)
 
 
 def filled_states(model: RegimeModel, name: str, values: np.ndarray) -> np.ndarray:

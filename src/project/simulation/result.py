@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from project._xla import jit
 from project.deprecation import warn_deprecated
 from project.egm.solution import EGMSolution
 from project.errors import ModelSpecificationError
@@ -292,7 +293,7 @@ def evaluate_targets(
     """
     float_dtype = working_float_dtype()
     device_params = {k: jnp.asarray(v, dtype=float_dtype) for k, v in params.items()}
-    evaluate = jax.jit(jax.vmap(_row_function(model, targets), in_axes=(0, None)))
+    evaluate = jit(jax.vmap(_row_function(model, targets), in_axes=(0, None)))
 
     names = [*model.state_names, *model.action_names]
     n_rows = columns["value"].size

@@ -18,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from project._xla import jit
 from project.egm.solution import only_choice_evaluator, point_evaluator
 from project.egm.structure import egm_structure
 from project.model.internal import table
@@ -105,12 +106,12 @@ def build_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
             states, keys, expected, params, grid_points, period, age
         )
 
-    return jax.jit(step)
+    return jit(step)
 
 
 def build_egm_step(model: Model, *, terminal: bool) -> Callable[..., Any]:
     """Return ``egm_step_function``'s step, jitted."""
-    return jax.jit(egm_step_function(model, terminal=terminal))
+    return jit(egm_step_function(model, terminal=terminal))
 
 
 def egm_step_function(model: Model, *, terminal: bool) -> Callable[..., Any]:
@@ -192,7 +193,7 @@ def steps_for(model: Model, *, method: str) -> dict[str, Callable[..., Any]]:
             cache[method] = {
                 "terminal": build_step(model, terminal=True),
                 "regular": build_step(model, terminal=False),
-                "expected": jax.jit(
+                "expected": jit(
                     lambda next_value, params, grid_points, period, age: prepare_next_value(
                         model,
                         next_value=next_value,

@@ -12,10 +12,10 @@ import logging
 from collections.abc import Callable
 from typing import Literal
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.errors import InvalidValueFunctionError, ProjectError
 
 LogLevel = Literal["off", "warning", "progress", "debug"]
@@ -26,13 +26,13 @@ ON_INVALID: tuple[str, ...] = ("raise", "warn")
 logger = logging.getLogger("project.solver")
 
 
-@jax.jit
+@jit
 def has_nan(x: jnp.ndarray) -> jnp.ndarray:
     """Return whether ``x`` holds any NaN, as a scalar bool array."""
     return jnp.isnan(x).any()
 
 
-@jax.jit
+@jit
 def has_inf(x: jnp.ndarray) -> jnp.ndarray:
     """Return whether ``x`` holds any +inf or -inf, as a scalar bool array."""
     return jnp.isinf(x).any()

@@ -184,6 +184,18 @@ def finish(
             best, model=model, actions=plan.other_actions, lead=len(plan.state_shape)
         )
         value = log_sum(per_choice, scale=env[TASTE_SHOCK_SCALE], axis=-1)
+    highest, policy = _maximiser(plan, best=best, index=index, other_shape=other_shape)
+    return (highest if value is None else value), policy
+
+
+def _maximiser(
+    plan: SolvePlan, *, best: jnp.ndarray, index: jnp.ndarray, other_shape: tuple[int, ...]
+) -> tuple[jnp.ndarray, dict[str, jnp.ndarray]]:
+    """Return the maximum over the other actions and the actions that reach it.
+
+    Ties go to the lowest flat action index (model order); a NaN maximum chooses index 0.
+    """
+    model = plan.model
     flat_best = best.reshape(*plan.state_shape, -1)
     flat_index = index.reshape(*plan.state_shape, -1)
     highest = jnp.max(flat_best, axis=-1)
@@ -207,7 +219,7 @@ def finish(
     if plan.loop_action is not None:
         positions[plan.loop_action] = jnp.take_along_axis(flat_index, chosen, axis=-1)[..., 0]
     policy = {a: positions[a].astype(jnp.int32) for a in model.action_names}
-    return (highest if value is None else value), policy
+    return highest, policy
 
 
 def choice_values(

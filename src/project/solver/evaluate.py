@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.model.internal import table
 from project.model.spec import Model
 from project.points import float_dtype
@@ -179,4 +180,4 @@ def _build(model: Model, *, terminal: bool) -> Callable[..., Any]:
 
         return jax.vmap(at)(states)
 
-    return jax.jit(evaluate)
+    return jit(evaluate)

@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from project._xla import jit
 from project.devices import mesh_key, value_spec
 from project.model.internal import table
 from project.model.params import unpack_params
@@ -62,7 +63,7 @@ def solve_program(plan: SolvePlan, *, kernels: tuple[str, ...], mesh: Mesh | Non
     key = (kernels, plan.structure, mesh_key(mesh), block, str(float_dtype()))
     programs = PROGRAMS.of(plan.model)
     if key not in programs:
-        programs[key] = jax.jit(_build(plan, kernels=kernels, mesh=mesh, block=block))
+        programs[key] = jit(_build(plan, kernels=kernels, mesh=mesh, block=block))
     return programs[key]
 
 

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from project._xla import jit
 from project.grids import Grid, code_combinations
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.names import DISCOUNT_FACTOR, transition_target
@@ -161,7 +162,7 @@ def build_q_kernel(model: Model, *, continuation: bool = True) -> Callable[..., 
             expected,
         )
 
-    return jax.jit(q_all)
+    return jit(q_all)
 
 
 def utility_table(

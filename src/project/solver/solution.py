@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.deprecation import method_with_old_items, warn_deprecated
 from project.errors import ModelSpecificationError
 from project.grids import code_combinations
@@ -221,7 +222,7 @@ def _require_discrete_choice(model: Model) -> None:
         raise ModelSpecificationError(msg)
 
 
-@jax.jit
+@jit
 def split_periods(stacked: jax.Array) -> tuple[jax.Array, ...]:
     """Return the slices of ``stacked`` along its first axis, all from one compiled program.
 

@@ -117,17 +117,32 @@ def solve_grid(
             on_invalid=on_invalid,
         )
     if log_level in ("progress", "debug"):
-        log_kernels(plan, run.choices)
-        compiled = compiled_programs(plan.model) > compiled_before
-        logger.info(
-            "Solved %r: %d periods in %.3f s%s.",
-            model.name,
-            model.n_periods,
-            time.perf_counter() - started,
-            " (compiling the program included)" if compiled else "",
+        _log_solve(
+            model, plan, run=run, memory=memory, started=started, compiled_before=compiled_before
         )
-        memory.log(what=f"solving {model.name!r}")
     return solution
+
+
+def _log_solve(
+    model: Model,
+    plan: SolvePlan,
+    *,
+    run: _Run,
+    memory: Any,
+    started: float,
+    compiled_before: int,
+) -> None:
+    """Log the kernels, the solve's time and its memory plan."""
+    log_kernels(plan, run.choices)
+    compiled = compiled_programs(plan.model) > compiled_before
+    logger.info(
+        "Solved %r: %d periods in %.3f s%s.",
+        model.name,
+        model.n_periods,
+        time.perf_counter() - started,
+        " (compiling the program included)" if compiled else "",
+    )
+    memory.log(what=f"solving {model.name!r}")
 
 
 class _Run(NamedTuple):

@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project._xla import jit
 from project.errors import InvalidTransitionError, ModelSpecificationError
 from project.model.internal import Fact
 from project.model.names import transition_target
@@ -23,7 +24,7 @@ from project.solver.sweep import compose, sweep
 
 STATS: Fact[Any] = Fact(
     "transition statistics program",
-    build=lambda model: jax.jit(
+    build=lambda model: jit(
         lambda params, grid_points, periods, ages: transition_stats(
             model, params=params, grid_points=grid_points, periods=periods, ages=ages
         )
