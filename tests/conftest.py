@@ -1,9 +1,32 @@
-"""Shared fixtures: float64 on demand (float32 the default), a SLURM cluster, a welfare result."""
+"""Shared fixtures: float64 on demand (float32 the default), a SLURM cluster, a welfare result.
+
+Also JAX's persistent compilation cache for the whole session (below).
+"""
 
 import os
 
 import jax
 import pytest
+
+from project.config import COMPILATION_CACHE
+
+# Compiled programs are cached on disk and reused across the test workers and runs, as the
+# build does (project.config.COMPILATION_CACHE): the tests build the same models many times,
+# each a new object whose programs JAX traces again but XLA need not compile again. The
+# environment reaches subprocesses (the pipeline builds); the config this process, before its
+# first compile.
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(COMPILATION_CACHE))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
+jax.config.update(
+    "jax_persistent_cache_min_compile_time_secs",
+    float(os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"]),
+)
+jax.config.update(
+    "jax_persistent_cache_min_entry_size_bytes",
+    int(os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"]),
+)
 
 # tests/sharded needs 4 fake devices set before JAX starts: tests/test_sharded.py runs it in a
 # subprocess, so this process must not collect it.
