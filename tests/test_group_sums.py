@@ -1,7 +1,8 @@
 """Sums by age group equal, bit for bit, XLA's sum over the padded panel they replace.
 
 Oracle: ``jnp.where(members, values, 0).sum(axis=(0, 1))`` over a (periods, subjects, groups)
-array, compiled by XLA (with the estimation program's options and with the defaults), at the
+array, compiled by XLA as the package compiles its programs (``program_options``: reductions
+kept off YNNPACK), with the estimation program's quick-compile options and without, at the
 estimation's shape and at shapes where no dimension, one or both exceed XLA's window. A plain sum
 over the group's rows alone is shown to differ in its last bits, so the order is what is tested.
 """
@@ -13,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from project._xla import quick_compile_options
+from project._xla import program_options, quick_compile_options
 from project.estimation.group_sums import WINDOW, group_sums
 
 
@@ -70,7 +71,7 @@ CASES = {
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_group_sums_are_xla_s_padded_sums_bit_for_bit(x64, case, options):
     periods, subjects, members = CASES[case]
-    compiler = quick_compile_options() if options == "program" else {}
+    compiler = program_options() | (quick_compile_options() if options == "program" else {})
     for seed in range(2):
         values = log_ratios(periods=periods, subjects=subjects, seed=seed)
         expected = padded_sum(values, members, compiler)

@@ -85,7 +85,10 @@ print(os.environ.get("XLA_FLAGS", "<unset>"), hashlib.sha256(text.encode()).hexd
 
 
 def _compiled(which: str, **env: str) -> tuple[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "PROJECT_KEEP_XLA_FLAGS")}
+    # Each process compiles afresh: a program read back from JAX's persistent cache prints
+    # another text than the one compiled.
+    left_out = ("XLA_FLAGS", "PROJECT_KEEP_XLA_FLAGS", "JAX_COMPILATION_CACHE_DIR")
+    base = {k: v for k, v in os.environ.items() if k not in left_out}
     out = subprocess.run(
         [sys.executable, "-c", COMPILED_TEXT, which],
         env=base | env,
