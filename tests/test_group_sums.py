@@ -83,7 +83,7 @@ def test_the_order_of_the_additions_is_what_makes_the_bits(x64):
     periods, subjects, members = CASES["estimation"]
     assert subjects > WINDOW
     values = log_ratios(periods=periods, subjects=subjects, seed=0)
-    expected = padded_sum(values, members, quick_compile_options())
+    expected = padded_sum(values, members, program_options() | quick_compile_options())
     plain = np.array(
         [np.sum(values[np.flatnonzero(members[:periods, g])]) for g in range(members.shape[1])]
     )

@@ -4,7 +4,7 @@ The YNN option (``program_options``) must compile the package's programs exactly
 flag ``--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise`` did, and leave the user's own
 programs and ``XLA_FLAGS`` alone. The quick-compile options (older loop emitters, LLVM -O1) only
 change how XLA:CPU generates code, so a DC-EGM solve compiled with them must equal one compiled
-with XLA's defaults to rounding.
+without them to rounding.
 """
 
 import os
@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -59,19 +60,32 @@ def test_program_options_stay_off_where_asked_or_unverified(monkeypatch, keep, f
 
 
 def test_jit_merges_the_package_options_with_the_callers(monkeypatch):
-    seen = {}
+    calls = []
     monkeypatch.setattr(xla, "program_options", lambda: {"a": 1, "b": 2})
-    monkeypatch.setattr(jax, "jit", lambda fun, **kw: seen.update(kw) or fun)
+    monkeypatch.setattr(jax, "jit", lambda fun, **kw: calls.append(kw) or fun)
     xla.jit(abs, compiler_options={"b": 3}, static_argnums=0)
-    assert seen == {"compiler_options": {"a": 1, "b": 3}, "static_argnums": 0}
+    # The top-level program takes the merged options; the one for transformations none.
+    assert calls == [
+        {"compiler_options": {"a": 1, "b": 3}, "static_argnums": 0},
+        {"static_argnums": 0},
+    ]
+
+
+def test_a_program_under_a_transformation_runs_without_options(x64):
+    program = xla.jit(lambda x: jnp.sum(jnp.sin(x) ** 2))
+    x = jnp.linspace(0.0, 1.0, 7)
+    assert float(jax.jit(lambda y: program(y) + 1)(x)) == float(program(x)) + 1
+    np.testing.assert_allclose(jax.grad(program)(x), jnp.sin(2 * x), rtol=1e-12)
+    np.testing.assert_allclose(jax.vmap(program)(x[:, None]), jnp.sin(x) ** 2, rtol=1e-12)
 
 
 COMPILED_TEXT = """
 import hashlib, os, sys
 import jax, jax.numpy as jnp
-import project
-from project._xla import jit
-from project import solve  # the package's modules load; none may touch XLA_FLAGS
+if sys.argv[1] != "bare":  # a process that never imports the package
+    import project
+    from project._xla import jit
+    from project import solve  # the package's modules load; none may touch XLA_FLAGS
 
 def kernel(a, b, c):
     return jnp.max(a[:, None, :] * b[None, :, :], axis=-1).sum(0), a @ c + jnp.tanh(a).sum()
@@ -100,7 +114,7 @@ def _compiled(which: str, **env: str) -> tuple[str, str]:
     return flags, digest
 
 
-@pytest.mark.skipif(not xla.program_options(), reason="the YNN option is not verified here")
+@pytest.mark.skipif(not xla._verified_jaxlib(), reason="the YNN option is not verified here")
 def test_the_option_compiles_what_the_process_flag_did_and_leaves_users_alone():
     flag = "--xla_cpu_experimental_ynn_fusion_type=-reduce,-eltwise"
     flags, package = _compiled("package")
@@ -108,8 +122,8 @@ def test_the_option_compiles_what_the_process_flag_did_and_leaves_users_alone():
     _, by_flag = _compiled("user", XLA_FLAGS=flag)
     assert package == by_flag  # the package's program: the flag's compiled code exactly
     _, user = _compiled("user")
-    _, user_without_package = _compiled("user", PROJECT_KEEP_XLA_FLAGS="1")
-    assert user == user_without_package != package  # the user's own program: XLA's defaults
+    _, bare = _compiled("bare")
+    assert user == bare != package  # the user's own program: as without the package
 
 
 def _solve_arrays() -> dict[str, np.ndarray]:
@@ -119,7 +133,7 @@ def _solve_arrays() -> dict[str, np.ndarray]:
     return {name: np.asarray(array) for name, array in solution.arrays._asdict().items()}
 
 
-def test_dcegm_with_quick_options_equals_xla_defaults(monkeypatch, x64):
+def test_dcegm_with_quick_options_equals_dcegm_without_them(monkeypatch, x64):
     if not xla.quick_compile_options():
         pytest.skip("the quick-compile options do not apply on this backend or jaxlib")
     quick = _solve_arrays()

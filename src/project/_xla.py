@@ -50,9 +50,12 @@ def jit(fun: Callable[..., Any] | None = None, **options: Any) -> Any:
 
     Usable as ``jit(f, static_argnames=...)``, as a decorator ``@jit`` and through
     ``functools.partial(jit, ...)``. ``compiler_options`` given here win over the package's.
-    XLA takes options only for a program it compiles on its own: called inside another trace
-    (a program that inlines it), the function runs as a plain ``jax.jit`` and takes the
-    enclosing program's options.
+    The package's options are read when ``jit`` is called (for a decorated module-level
+    function: when its module is imported). XLA takes options only for a program it compiles
+    on its own, so called under any transformation (inside another ``jit``, ``vmap``, ``grad``)
+    the function runs as a plain ``jax.jit``: staged into another program it takes that
+    program's options, otherwise XLA's defaults. So do the operations the package runs one by
+    one, outside any ``jit``.
     """
     if fun is None:
         return functools.partial(jit, **options)
@@ -61,7 +64,7 @@ def jit(fun: Callable[..., Any] | None = None, **options: Any) -> Any:
 
 
 class _Program:
-    """A jitted function with its own XLA options at the top level, plain inside traces."""
+    """A jitted function with its own XLA options at the top level, plain under transformations."""
 
     def __init__(
         self, fun: Callable[..., Any], *, compiler_options: dict[str, Any], options: dict
@@ -69,16 +72,21 @@ class _Program:
         import jax  # noqa: PLC0415  (not at import: ``project.config`` stays free of JAX)
         from jax._src.core import trace_state_clean  # noqa: PLC0415  (no public equivalent)
 
+        functools.update_wrapper(self, fun, updated=())
         self._at_top_level = trace_state_clean
         self._top = jax.jit(fun, compiler_options=compiler_options or None, **options)
         self._inlined = jax.jit(fun, **options) if compiler_options else self._top
-        functools.update_wrapper(self, fun)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         program = self._top if self._at_top_level() else self._inlined
         return program(*args, **kwargs)
 
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else functools.partial(self, instance)
+
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or "_top" not in self.__dict__:
+            raise AttributeError(name)
         return getattr(self._top, name)  # lower, trace, _cache_size, ...
 
 
