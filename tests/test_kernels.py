@@ -13,7 +13,7 @@ import pytest
 from project import DiscreteGrid, IrregSpacedGrid, LinSpacedGrid, LogSpacedGrid, Model, solve
 from project.models import ijrs, lifecycle, precautionary
 from project.points import float_dtype
-from project.solver import grid_points_of
+from project.solver import choice, grid_points_of
 from project.solver.plan import plan_for
 from project.solver.q import build_q_kernel
 
@@ -391,3 +391,48 @@ def test_splay_is_value_identical_in_the_row_and_general_kernels(exploit_structu
         np.testing.assert_array_equal(
             np.asarray(reference.policies[action]), np.asarray(result.policies[action])
         )
+
+
+@pytest.mark.parametrize(
+    ("build", "params"),
+    [
+        (lambda: ijrs.build_model(n_wealth=60, n_consumption=150), ijrs.DEFAULT_PARAMS),
+        (
+            lambda: precautionary.build_model(n_wealth=50, n_consumption=40),
+            precautionary.DEFAULT_PARAMS,
+        ),
+    ],
+    ids=["ijrs", "precautionary"],
+)
+def test_the_shift_search_by_groups_equals_the_two_sweeps_bit_for_bit(
+    x64, monkeypatch, build, params
+):
+    """Above ``GROUPED_MIN_PAIRS`` the shift search re-reads each state's winning group."""
+    two_sweeps = solve(model=build(), params=params)
+    monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
+    grouped_model = build()  # a new model: its kernels are built under the lowered threshold
+    grouped = solve(model=grouped_model, params=params)
+    assert set(grouped.kernels) == set(two_sweeps.kernels) == {"shift"}
+    np.testing.assert_array_equal(np.asarray(grouped.values), np.asarray(two_sweeps.values))
+    for action in grouped_model.action_names:
+        np.testing.assert_array_equal(
+            np.asarray(grouped.policies[action]), np.asarray(two_sweeps.policies[action])
+        )
+    general = solve(model=grouped_model, params=params, exploit_structure=False)
+    assert_same_solution(grouped_model, params, grouped, general)
+
+
+def test_the_shift_search_by_groups_is_value_identical_under_splay(x64, monkeypatch):
+    monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
+    whole = solve(
+        model=ijrs.build_model(n_wealth=60, n_consumption=150), params=ijrs.DEFAULT_PARAMS
+    )
+    splayed = solve(
+        model=ijrs.build_model(n_wealth=60, n_consumption=150, wealth_batch_size=7),
+        params=ijrs.DEFAULT_PARAMS,
+    )
+    assert set(splayed.kernels) == {"shift"}
+    np.testing.assert_array_equal(np.asarray(splayed.values), np.asarray(whole.values))
+    np.testing.assert_array_equal(
+        np.asarray(splayed.policies["consumption"]), np.asarray(whole.policies["consumption"])
+    )

@@ -25,7 +25,7 @@ from project.model import Model
 from project.model.params import pack_params, params_on_host
 from project.models import ijrs, lifecycle, precautionary
 from project.simulation import simulate
-from project.solver import grid_points_of
+from project.solver import budget, grid_points_of
 from project.solver.budget import fit_solve, splayed_model
 from project.solver.memory import predict_solve_memory
 from project.solver.memory_limit import MEMORY_FRACTION, free_memory, memory_limit_of
@@ -66,6 +66,13 @@ CASES = {
             n_wealth=2000, n_consumption=300, n_periods=4, wealth_batch_size=b
         ),
         precautionary.DEFAULT_PARAMS,
+        True,
+    ),
+    "shift, IJRS": (
+        lambda b: ijrs.build_model(
+            n_wealth=500, n_consumption=2000, n_periods=4, wealth_batch_size=b
+        ),
+        ijrs.DEFAULT_PARAMS,
         True,
     ),
     "lattice": (
@@ -337,3 +344,40 @@ def test_egm_progress_logs_xlas_buffer_assignment(caplog):
         solve(model=model, params=ijrs.DEFAULT_PARAMS, log_level="progress")
     assert "XLA's buffer assignment of the compiled program" in caplog.text
     assert "temporaries" in caplog.text
+
+
+def test_a_small_plan_under_the_default_limit_reads_no_free_memory(monkeypatch):
+    """Quiet solves of plans up to SMALL_PROGRAM_BYTES skip the free-memory read (as EGM's)."""
+    model = precautionary.build_model(n_wealth=40, n_consumption=30, n_periods=3)
+    plan = general_plan(model)
+    reads = []
+    monkeypatch.setattr(
+        budget, "memory_limit_of", lambda *a, **k: reads.append(1) or memory_limit_of(*a, **k)
+    )
+    quiet = fit_solve(plan, memory_limit=None, mesh=None, slopes=None)
+    assert quiet.estimate.total <= budget.SMALL_PROGRAM_BYTES
+    assert quiet.limit.bytes is None and "not read" in quiet.limit.source
+    assert reads == []
+    logged = fit_solve(plan, memory_limit=None, mesh=None, slopes=None, log_level="progress")
+    assert logged.limit.bytes is not None and logged.limit.bytes > 0
+    assert reads == [1]
+    fit_solve(plan, memory_limit="10GB", mesh=None, slopes=None)
+    assert reads == [1, 1]
+    monkeypatch.setattr(budget, "SMALL_PROGRAM_BYTES", 0)
+    fit_solve(plan, memory_limit=None, mesh=None, slopes=None)
+    assert reads == [1, 1, 1]
+
+
+def test_a_solve_plan_is_predicted_once_per_model_and_batch_sizes(monkeypatch):
+    calls = []
+    original = budget.predict_solve_memory
+    monkeypatch.setattr(
+        budget, "predict_solve_memory", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
+    model = precautionary.build_model(n_wealth=40, n_consumption=30, n_periods=3)
+    first = fit_solve(plan_for(model), memory_limit="10GB", mesh=None, slopes=None)
+    second = fit_solve(plan_for(model), memory_limit="10GB", mesh=None, slopes=None)
+    assert len(calls) == 1
+    assert second.estimate is first.estimate
+    fit_solve(plan_for(model), memory_limit="10GB", mesh=None, slopes=(True, True, True))
+    assert len(calls) == 2  # other kernels: another prediction

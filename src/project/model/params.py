@@ -29,6 +29,7 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
     """Return params as float NumPy arrays (working precision) after checking names and shapes."""
     template = model.params_template
     _check_names(model=model, params=params, template=template)
+    dtype = float_dtype()
     converted: dict[str, np.ndarray] = {}
     wrong = []
     for key, shape in template.items():
@@ -43,11 +44,14 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
         if value.shape != shape:
             wrong.append(f"{key}: expected shape {shape}, got {value.shape}")
             continue
+        if np.can_cast(value.dtype, dtype):  # no overflow possible
+            converted[key] = value.astype(dtype)
+            continue
         with np.errstate(over="ignore"):
-            cast = value.astype(float_dtype())
-        if np.isfinite(value).all() and not np.isfinite(cast).all():
+            cast = value.astype(dtype)
+        if not np.isfinite(cast).all() and np.isfinite(value).all():
             wrong.append(
-                f"{key}: {value.tolist()} exceeds the range of {np.dtype(float_dtype()).name}; "
+                f"{key}: {value.tolist()} exceeds the range of {np.dtype(dtype).name}; "
                 "rescale it or enable x64"
             )
             continue
@@ -96,7 +100,11 @@ def _check_names(*, model: Model, params: Any, template: Mapping[str, Any]) -> N
 
 def _check_values(*, model_name: str, params: Mapping[str, np.ndarray]) -> None:
     """Raise ``ParamsError`` for non-finite params and a discount factor that is not positive."""
-    bad = sorted(name for name, value in params.items() if not np.isfinite(value).all())
+    values = list(params.values())
+    if values and np.isfinite(np.concatenate([np.ravel(v) for v in values])).all():
+        bad = []
+    else:
+        bad = sorted(name for name, value in params.items() if not np.isfinite(value).all())
     if bad:
         msg = (
             f"Model {model_name!r}: params {bad} are not finite (NaN or inf): "

@@ -21,6 +21,7 @@ from project.errors import MemoryPlanError
 from project.grids import Grid
 from project.model.internal import table
 from project.model.spec import Model
+from project.points import float_dtype
 from project.solver.facts import inherit_slope_guess, needs_slope_probe
 from project.solver.memory import MemoryEstimate, format_bytes, predict_solve_memory
 from project.solver.memory_limit import MemoryLimit, device_peak, memory_limit_of
@@ -36,6 +37,10 @@ reading the free memory costs about a tenth of a millisecond, half a small DC-EG
 Python work, and a host short of 80 MiB fails before any such check could help."""
 
 SPLAYED = table("copies of the model with other batch sizes")
+PREDICTIONS = table("the solve's memory predictions by kernels, batch sizes, block, shards")
+_NOT_READ = MemoryLimit(
+    bytes=None, source=f"not read: a plan of at most {format_bytes(SMALL_PROGRAM_BYTES)}"
+)
 
 
 def largest_fitting(
@@ -120,17 +125,23 @@ class SolveMemory:
 
 
 def fit_solve(
-    plan: SolvePlan, *, memory_limit: Any, mesh: Any, slopes: Sequence[bool] | None
+    plan: SolvePlan,
+    *,
+    memory_limit: Any,
+    mesh: Any,
+    slopes: Sequence[bool] | None,
+    log_level: str = "warning",
 ) -> SolveMemory:
     """Return the plan that fits ``memory_limit``: the model's batch sizes, else smaller ones.
 
     ``slopes``: the shift kernel's known slope pattern for these params (``facts.py``); when
     unknown, the plan covers every kernel the solve may run. Raises ``MemoryPlanError`` when
-    even batch size 1 on every splayable axis does not fit.
+    even batch size 1 on every splayable axis does not fit. Under the default limit, a plan of
+    at most ``SMALL_PROGRAM_BYTES`` is not checked (the free memory is not read) unless
+    ``log_level`` logs the plan. Predictions are kept with the model (``PREDICTIONS``).
     """
     model = plan.model
     devices = tuple(mesh.devices.flat) if mesh is not None else tuple(jax.devices()[:1])
-    limit = memory_limit_of(memory_limit, devices=devices)
     patterns = [slopes] if slopes is not None or not needs_slope_probe(plan) else [True, False]
     kernels = {
         c.name
@@ -144,13 +155,16 @@ def fit_solve(
     shards = dict(mesh.shape) if mesh is not None else {}
 
     def predict(chunks: Mapping[str, int]) -> MemoryEstimate:
-        return predict_solve_memory(
-            plan, kernels=kernels, batch_sizes=chunks, block=block, shards=shards
-        )
+        return _prediction(plan, kernels=kernels, chunks=chunks, block=block, shards=shards)
 
     start = {s: g.batch_size for s, g in model.states.items()}
+    estimate = predict(start)
+    quiet = log_level not in ("progress", "debug")
+    if memory_limit is None and quiet and estimate.total <= SMALL_PROGRAM_BYTES:
+        return SolveMemory(plan, estimate, _NOT_READ, devices, ())
+    limit = memory_limit_of(memory_limit, devices=devices)
     if limit.bytes is None:
-        return SolveMemory(plan, predict(start), limit, devices, ())
+        return SolveMemory(plan, estimate, limit, devices, ())
     axes = splay_axes(plan, shards=shards)
     chunks, estimate = largest_fitting(predict, axes=axes, start=start, limit=limit.bytes)
     if estimate.total > limit.bytes:
@@ -162,6 +176,31 @@ def fit_solve(
         inherit_slope_guess(derived, base=model)
         plan = dataclasses.replace(plan, model=derived)
     return SolveMemory(plan, estimate, limit, devices, splayed)
+
+
+def _prediction(
+    plan: SolvePlan,
+    *,
+    kernels: set[str],
+    chunks: Mapping[str, int],
+    block: int,
+    shards: Mapping[str, int],
+) -> MemoryEstimate:
+    """Return ``predict_solve_memory``'s estimate, made once per model and arguments."""
+    key = (
+        plan.structure.kind,
+        frozenset(kernels),
+        tuple(sorted(chunks.items())),
+        block,
+        tuple(sorted(shards.items())),
+        str(float_dtype()),
+    )
+    predictions = PREDICTIONS.of(plan.model)
+    if key not in predictions:
+        predictions[key] = predict_solve_memory(
+            plan, kernels=kernels, batch_sizes=chunks, block=block, shards=shards
+        )
+    return predictions[key]
 
 
 def splay_axes(plan: SolvePlan, *, shards: Mapping[str, int]) -> dict[str, int]:

@@ -83,7 +83,9 @@ def solve_grid(
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
     known = known_facts(model, key=key) or KnownFacts(unit_slope=None, transitions_valid=False)
-    memory = fit_solve(plan, memory_limit=memory_limit, mesh=mesh, slopes=known.unit_slope)
+    memory = fit_solve(
+        plan, memory_limit=memory_limit, mesh=mesh, slopes=known.unit_slope, log_level=log_level
+    )
     plan = memory.plan  # the model's batch sizes, or smaller ones that fit memory_limit
     started, compiled_before = time.perf_counter(), compiled_programs(plan.model)
     run = _run_with_right_kernels(

@@ -7,6 +7,8 @@ interpolant: ``level[k_j + i] + f_j * slope[k_j + i]``, two contiguous reads per
 per-pair index arithmetic. Outside the grid the row is extended linearly, as the general kernel
 extrapolates; windows that start further out than one grid length lie wholly in the linear
 extension and are read from its edge plus an exact offset, so the arrays stay of static size.
+From ``choice.GROUPED_MIN_PAIRS`` pairs the continuation is also read per element (``at``), so
+that the search sweeps once by groups and re-reads each state's winning group.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from project.solver.choice import search_by_groups
 from project.solver.kernels.structured import Context, Windows
 from project.solver.plan import SolvePlan
 from project.solver.sweep import compose
@@ -33,6 +36,7 @@ def shift_continuation(plan: SolvePlan) -> Any:
     pad = n_states + 1
     inverse_step = (n_states - 1) / (grid.stop - grid.start)
     law = compose(model, [f"next_{state}"])
+    grouped = search_by_groups(n_states=n_states, n_points=model.actions[action].n_points)
 
     def continuation(context: Context) -> Windows:
         env, row, grid_points = context.env, context.row, context.grid_points
@@ -62,6 +66,10 @@ def shift_continuation(plan: SolvePlan) -> Any:
             slopes = jax.vmap(lambda b: jax.lax.dynamic_slice(slope, (b,), size))(begin)
             return levels + offset[indices][:, None] + weight[indices][:, None] * slopes
 
-        return Windows(block=block)
+        def at(indices: jnp.ndarray, chunk: jnp.ndarray) -> jnp.ndarray:
+            reads = first_read[indices] + chunk + jnp.arange(context.batch)[:, None]
+            return level[reads] + offset[indices] + weight[indices] * slope[reads]
+
+        return Windows(block=block, at=at if grouped else None)
 
     return continuation
