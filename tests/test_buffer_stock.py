@@ -149,7 +149,7 @@ def test_unemployment_as_its_own_shock_gives_the_same_solution(x64, monkeypatch)
 @pytest.mark.parametrize("calibration", ["notes2026", "hark2019"])
 def test_periods_without_risk_have_degenerate_transitory_nodes(calibration):
     """The unemployed bin pays one where there is no risk: right only if theta is one there."""
-    from project.models import lifecycle_normalised
+    from project.models import lifecycle_normalised_params
 
     params = buffer_stock.model_params(
         profiles=read_profiles(verified_path(f"profiles_{calibration}")), crra=3.0, beta=0.98
@@ -157,6 +157,6 @@ def test_periods_without_risk_have_degenerate_transitory_nodes(calibration):
     calm = np.asarray(params["unemployment_risk"]) == 0
     assert calm.any()  # retirement, from the published T_retire on
     np.testing.assert_array_equal(np.asarray(params["transitory_nodes"])[calm], 1.0)
-    normalised = lifecycle_normalised.default_params()
+    normalised = lifecycle_normalised_params.default_params()
     calm = np.asarray(normalised["unemployment_risk"]) == 0  # none: risk to the end of work
     np.testing.assert_array_equal(np.asarray(normalised["transitory_nodes"])[calm], 1.0)

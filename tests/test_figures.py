@@ -26,7 +26,7 @@ from project.analysis import (
 from project.analysis.figures import MIN_CELL
 from project.analysis.policy_figures import broken_at_switches
 from project.analysis.profiles import at_risk_of_retiring
-from project.models import lifecycle_normalised
+from project.models import lifecycle_normalised, lifecycle_normalised_params
 
 REGIMES = ["working", "retired", "dead"]
 CLAIMS = ["working", "claim"]
@@ -36,7 +36,7 @@ PROVENANCE = {"commit": "c0ffee1234", "dirty": "false", "seed": "7", "config_dig
 @pytest.fixture(scope="module")
 def solution():
     """A coarse solution of lifecycle_normalised at its default params (no taste shocks)."""
-    params = lifecycle_normalised.default_params()
+    params = lifecycle_normalised_params.default_params()
     params.pop("taste_shock_scale")
     model = lifecycle_normalised.build_model(n_savings=30, taste_shocks=False)
     return solve(model=model, params=params, log_level="off")

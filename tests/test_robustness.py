@@ -33,7 +33,7 @@ from project.config import ESTIMATION, ROBUSTNESS, VARIANTS, EstimationSettings
 from project.errors import ConfigurationError
 from project.estimation.products import SavedEstimation
 from project.estimation.robustness import robustness_settings, robustness_specification
-from project.models import lifecycle_normalised
+from project.models import lifecycle_normalised_params
 from project.pipeline import variant_specification
 
 PROTECTED = ["crra", "beta", "work_cost"]
@@ -102,8 +102,8 @@ def test_another_earnings_process_changes_the_income_params_only(specification):
     out = robustness_specification(check=check, specification=specification, protected=PROTECTED)
     changed = {k for k, v in out["params"].items() if v != specification["params"][k]}
     assert {"income_growth", "permanent_nodes", "transitory_nodes"} <= changed
-    assert changed <= set(lifecycle_normalised.INCOME_PARAMS)
-    hark = lifecycle_normalised.default_params(calibration="hark2019")
+    assert changed <= set(lifecycle_normalised_params.INCOME_PARAMS)
+    hark = lifecycle_normalised_params.default_params(calibration="hark2019")
     assert out["params"]["income_growth"] == hark["income_growth"]
 
 

@@ -33,7 +33,7 @@ from project.analysis.welfare_table import welfare_table, write_welfare_table
 from project.analysis.welfare_text import monte_carlo_sentence, welfare_numbers, welfare_sentence
 from project.dispatch import solve
 from project.estimation.products import SavedEstimation
-from project.models import lifecycle_normalised, normalised_units
+from project.models import lifecycle_normalised, lifecycle_normalised_params, normalised_units
 from project.models.lifecycle_regimes import bequest_value
 from project.persist.manifest import write_marker
 from project.pipeline import build_variant_model, save_variant_bundle, solve_and_save
@@ -65,7 +65,7 @@ def model(float64):
 
 @pytest.fixture(scope="module")
 def params(model):
-    defaults = lifecycle_normalised.default_params()
+    defaults = lifecycle_normalised_params.default_params()
     return {k: v for k, v in defaults.items() if k in model.params_template} | VALUES
 
 

@@ -23,7 +23,7 @@ from project.analysis.notation import (
     variant_name,
 )
 from project.estimation.products import SavedEstimation
-from project.models import buffer_stock, lifecycle_normalised
+from project.models import buffer_stock, lifecycle_normalised, lifecycle_normalised_params
 
 COST_DECIMALS = 3
 EARLY_CLAIM_AGE = 65
@@ -40,8 +40,8 @@ def setup_numbers(
     """Return the model's set-up as the paper states it (status quo and the cut's share)."""
     params = specification["params"]
     claiming = lifecycle_normalised.CLAIMING_FACTORS
-    profiles = lifecycle_normalised.income_profiles()
-    n_working = lifecycle_normalised.working_years()
+    profiles = lifecycle_normalised_params.income_profiles()
+    n_working = lifecycle_normalised_params.working_years()
     working = slice(0, n_working)
     cut = float(counterfactual["params"]["benefit_scale"])
     return {

@@ -215,6 +215,15 @@ def provenance_numbers(provenance: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
+DATA_NUMBERS = {
+    "first_wave": str(WAVES[0]),
+    "last_wave": str(WAVES[-1]),
+    "n_waves": str(len(WAVES)),
+    "implicates": str(IMPLICATES),
+}
+"""The SCF's waves and implicates, as the paper states them."""
+
+
 def paper_numbers(
     *,
     specifications: Mapping[str, Mapping[str, Any]],
@@ -249,15 +258,9 @@ def paper_numbers(
         panels=panels,
         moment_ages=(min(lo for lo, _ in groups) + 1, max(hi for _, hi in groups)),
     )
-    welfare_text = welfare_sentence(welfare)
     return {
         "model": model,
-        "data": {
-            "first_wave": str(WAVES[0]),
-            "last_wave": str(WAVES[-1]),
-            "n_waves": str(len(WAVES)),
-            "implicates": str(IMPLICATES),
-        },
+        "data": dict(DATA_NUMBERS),
         "est": estimation["numbers"],
         "kappa": calibration_numbers(status_quo),
         "calibration": reweighting_numbers(calibration_summaries),
@@ -266,26 +269,57 @@ def paper_numbers(
         "validation": dict(validation["numbers"]),
         "provenance": provenance_numbers(provenance),
         "replication": replication_numbers(replication, profiles=replication_profiles),
-        "text": {
-            "abstract_result": welfare_text["abstract"] + range_sentence(robustness_welfare),
-            "calibration_targets": calibration_targets_sentence(
-                calibration_tables[BASE], whose="The baseline\u2019s weights"
-            ),
-            "method": method_sentence(methods),
-            "validation": validation["sentence"],
-            "estimation": estimation["sentence"],
-            "kappa": calibration_sentence(status_quo),
-            "results": results["results"],
-            "counterfactual": results["counterfactual"],
-            "welfare": welfare_text["sentence"] + " " + monte_carlo_sentence(welfare),
-            "robustness_estimates": robustness_estimates_sentence(
-                baseline=status_quo,
-                checks=robustness,
-                specs=robustness_specs,
-                welfare=robustness_welfare,
-            ),
-            "replication": replication_sentence(replication),
-        },
+        "text": _sentences(
+            status_quo=status_quo,
+            estimation=estimation,
+            results=results,
+            welfare=welfare,
+            validation=validation,
+            methods=methods,
+            calibration_table=calibration_tables[BASE],
+            robustness=robustness,
+            robustness_specs=robustness_specs,
+            robustness_welfare=robustness_welfare,
+            replication=replication,
+        ),
+    }
+
+
+def _sentences(
+    *,
+    status_quo: SavedEstimation,
+    estimation: Mapping[str, Any],
+    results: Mapping[str, Any],
+    welfare: Mapping[str, Any],
+    validation: Mapping[str, Any],
+    methods: Mapping[str, str],
+    calibration_table: pd.DataFrame,
+    robustness: Mapping[str, SavedEstimation],
+    robustness_specs: Mapping[str, Mapping[str, Any]],
+    robustness_welfare: Welfare | None,
+    replication: SavedEstimation,
+) -> dict[str, str]:
+    """Return the paper's result sentences, each from the numbers its table shows."""
+    welfare_text = welfare_sentence(welfare)
+    return {
+        "abstract_result": welfare_text["abstract"] + range_sentence(robustness_welfare),
+        "calibration_targets": calibration_targets_sentence(
+            calibration_table, whose="The baseline\u2019s weights"
+        ),
+        "method": method_sentence(methods),
+        "validation": validation["sentence"],
+        "estimation": estimation["sentence"],
+        "kappa": calibration_sentence(status_quo),
+        "results": results["results"],
+        "counterfactual": results["counterfactual"],
+        "welfare": welfare_text["sentence"] + " " + monte_carlo_sentence(welfare),
+        "robustness_estimates": robustness_estimates_sentence(
+            baseline=status_quo,
+            checks=robustness,
+            specs=robustness_specs,
+            welfare=robustness_welfare,
+        ),
+        "replication": replication_sentence(replication),
     }
 
 

@@ -27,19 +27,19 @@ constraints that involve neither ``w`` nor ``c``.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from project.egm.choices import EGMArrays, at_state, choice_env
+from project.egm.choices import EGMArrays, choice_env
 from project.egm.envelope import clean_grids
+from project.egm.expectations import Target, expectations
+from project.egm.invert import invert_euler
 from project.egm.kinks import Kinks, kinks_found, mapped_savings, with_kinks
-from project.egm.structure import EGMStructure, egm_structure
+from project.egm.structure import egm_structure
 from project.egm.transitions import Transitions
 from project.egm.utility import Utility
 from project.model.names import DISCOUNT_FACTOR
@@ -52,21 +52,15 @@ from project.taste_shocks import TASTE_SHOCK_SCALE
 PAIR_FLAGS = 5
 
 
-@dataclass(frozen=True)
-class Target:
-    """What next period is read from: a model's arrays, or a terminal regime's value.
+class _Shared(NamedTuple):
+    """What every (context, choice) pair of one period reads alike."""
 
-    ``structure`` and ``utility`` describe an alive target's arrays (its discrete states are
-    among the source's). A terminal target has ``structure=None`` and ``value``, a function of
-    states and params (``None``: V = 0). ``reachable=False``: the source cannot form the
-    target's states, so it must give it probability 0 (the caller checks).
-    """
-
-    name: str
-    structure: EGMStructure | None = None
-    utility: Utility | None = None
-    value: Callable[..., Any] | None = None
-    reachable: bool = True
+    own: jnp.ndarray  # the model's savings grid
+    shocks: dict[str, jnp.ndarray]
+    shock_weights: jnp.ndarray
+    scale: jnp.ndarray  # the taste shocks' (0 without)
+    tolerance: float  # of the two numerical inverses
+    beta: jnp.ndarray
 
 
 class EGMPeriod:
@@ -199,100 +193,21 @@ class EGMPeriod:
         (context, choice) moves savings points onto the kinks they lead to; without, the
         savings grid is used as given and no kinks are returned.
         """
-        structure, utility, model = self.structure, self.utility, self.model
-        own = savings[self.name]
-        dtype = own.dtype
-        shocks, shock_weights, _ = shock_tables(model.shocks, params)
-        shock_weights = shock_weights.astype(dtype)
-        shocks = {k: v.astype(dtype) for k, v in shocks.items()}
-        scale = params[TASTE_SHOCK_SCALE] if model.taste_shocks else jnp.zeros((), dtype)
-        tolerance = float(1e3 * jnp.finfo(dtype).eps)
-        beta = params[DISCOUNT_FACTOR]
+        structure = self.structure
+        shared = self._shared(params, savings=savings)
 
         def one_pair(codes: jnp.ndarray, choice: jnp.ndarray, allowed: jnp.ndarray) -> Any:
-            env = choice_env(structure, self.env(params, codes, period, structure.kept), choice)
-            probabilities = (
-                jnp.ones((1,), dtype) if self.probabilities is None else self.probabilities(env)
-            )
-            grid, position, generation = own, None, None
-            if kinks is not None:
-                grid, position, generation = self._refined(
-                    kinks, env, savings=own, shocks=shocks, shock_weights=shock_weights
-                )
-            marginal, value, guess = self._expectations(
-                carries,
-                env,
-                savings=grid,
-                target_savings=savings,
-                params=params,
+            return self._pair(
+                codes,
+                choice,
+                allowed,
+                carries=carries,
                 period=period,
-                shocks=shocks,
-                shock_weights=shock_weights,
-                scale=scale,
-                probabilities=probabilities,
+                params=params,
+                savings=savings,
+                kinks=kinks,
+                shared=shared,
             )
-            target = beta * marginal
-            infinite = jnp.isposinf(target)
-            solved, marginal_residual = utility.inverse_marginal(
-                jnp.where(infinite, 1.0, target),
-                env,
-                guess=jnp.maximum(guess, 1e-3),
-                tolerance=tolerance / 10,
-                active=jnp.broadcast_to(allowed, target.shape),
-            )
-            consumption = jnp.where(infinite, 0.0, solved)
-            wealth = grid + consumption
-            below = wealth < wealth[0]
-            # u at c_j and, below the first endogenous point, at consuming down to the limit.
-            slack = jnp.where(below, wealth - grid[0], 1.0)
-            levels = utility.value(jnp.stack([consumption, slack]), env)
-            value_now = levels[0] + beta * value
-            # Where E[u'(c')] is infinite (nothing to consume next period at zero savings),
-            # c_j = 0 and every later consumption is 0: V's consumption equivalent is 0.
-            unbounded = jnp.isneginf(value_now) | infinite
-            solved_equivalent, inverse_residual = utility.inverse(
-                jnp.where(unbounded, 0.0, value_now),
-                env,
-                guess=jnp.maximum(consumption, 1e-3),
-                tolerance=tolerance / 10,
-                active=jnp.broadcast_to(allowed, value_now.shape),
-            )
-            equivalent = jnp.where(unbounded, 0.0, solved_equivalent)
-            constrained = jnp.where(below, levels[1] + beta * value[0], -jnp.inf)
-            marginal_error = jnp.max(
-                jnp.where(infinite, 0.0, jnp.abs(marginal_residual)), initial=0.0
-            )
-            inverse_error = jnp.max(
-                jnp.where(unbounded, 0.0, jnp.abs(inverse_residual)), initial=0.0
-            )
-            flags = jnp.stack(
-                [
-                    ~jnp.all(jnp.isfinite(wealth) & jnp.isfinite(equivalent)),
-                    jnp.any(jnp.diff(wealth) <= 0) | (wealth[0] < grid[0]),
-                    marginal_error > tolerance,
-                    inverse_error > tolerance,
-                ]
-            ).astype(jnp.int32)
-            # V's slope is u'(c) (envelope condition), so nu = u^{-1}(V) has slope
-            # u'(c) / u'(nu): the Hermite interpolation of nu between nodes uses it.
-            marginals = utility.marginal(jnp.stack([consumption, equivalent]), env)
-            ratio = marginals[0] / marginals[1]
-            # Where nu = 0 (nothing to consume) u'(nu) is infinite: use the secant to the
-            # next node, which is exact where nu is linear (CRRA without income).
-            step = jnp.diff(wealth, append=wealth[-1:] + 1)
-            secant = jnp.diff(equivalent, append=equivalent[-1:]) / jnp.where(step > 0, step, 1.0)
-            slope = jnp.where((equivalent > 0) & jnp.isfinite(ratio), ratio, secant)
-            grids = (wealth, consumption, equivalent, slope)
-            found = None
-            if kinks is not None:
-                found = kinks_found(
-                    wealth,
-                    consumption,
-                    position=position,
-                    generation=generation,
-                    slots=kinks.wealth.shape[-1],
-                )
-            return (grids, value_now, constrained), beta * value[0], flags, probabilities, found
 
         # Folded states (read only by choice constraints) do not change a context's EGM step:
         # run it once per reduced context, where any of its contexts allows the choice.
@@ -305,9 +220,96 @@ class EGMPeriod:
         shape = (reduced.shape[0], structure.n_choices)
         pair_context, pair_choice = (x.ravel() for x in jnp.indices(shape))
         per_pair = jax.vmap(one_pair)(reduced[pair_context], pair_choice, allowed.ravel())
-        (grids, value_now, constrained), continuation, flags, probabilities, found = jax.tree.map(
-            lambda x: x.reshape(*shape, *x.shape[1:]), per_pair
+        return self._assemble(
+            jax.tree.map(lambda x: x.reshape(*shape, *x.shape[1:]), per_pair),
+            feasible=feasible,
+            own=shared.own,
         )
+
+    def _shared(self, params: Mapping[str, Any], *, savings: Mapping[str, jnp.ndarray]) -> _Shared:
+        """Return what every (context, choice) pair of a period reads alike."""
+        own = savings[self.name]
+        dtype = own.dtype
+        shocks, shock_weights, _ = shock_tables(self.model.shocks, params)
+        shock_weights = shock_weights.astype(dtype)
+        shocks = {k: v.astype(dtype) for k, v in shocks.items()}
+        scale = params[TASTE_SHOCK_SCALE] if self.model.taste_shocks else jnp.zeros((), dtype)
+        return _Shared(
+            own=own,
+            shocks=shocks,
+            shock_weights=shock_weights,
+            scale=scale,
+            tolerance=float(1e3 * jnp.finfo(dtype).eps),
+            beta=params[DISCOUNT_FACTOR],
+        )
+
+    def _pair(
+        self,
+        codes: jnp.ndarray,
+        choice: jnp.ndarray,
+        allowed: jnp.ndarray,
+        *,
+        carries: Mapping[str, EGMArrays],
+        period: jnp.ndarray,
+        params: Mapping[str, Any],
+        savings: Mapping[str, jnp.ndarray],
+        kinks: Kinks | None,
+        shared: _Shared,
+    ) -> Any:
+        """Return one (context, choice) pair's grids, flags, probabilities and kinks found."""
+        structure, own = self.structure, shared.own
+        env = choice_env(structure, self.env(params, codes, period, structure.kept), choice)
+        probabilities = (
+            jnp.ones((1,), own.dtype) if self.probabilities is None else self.probabilities(env)
+        )
+        grid, position, generation = own, None, None
+        if kinks is not None:
+            grid, position, generation = self._refined(
+                kinks, env, savings=own, shocks=shared.shocks, shock_weights=shared.shock_weights
+            )
+        marginal, value, guess = expectations(
+            self,
+            carries,
+            env,
+            savings=grid,
+            target_savings=savings,
+            params=params,
+            period=period,
+            shocks=shared.shocks,
+            shock_weights=shared.shock_weights,
+            scale=shared.scale,
+            probabilities=probabilities,
+        )
+        solved = invert_euler(
+            self.utility,
+            grid,
+            marginal,
+            value,
+            guess,
+            env=env,
+            allowed=allowed,
+            beta=shared.beta,
+            tolerance=shared.tolerance,
+        )
+        grids, value_now, constrained, flags = solved
+        found = None
+        if kinks is not None:
+            slots = kinks.wealth.shape[-1]
+            found = kinks_found(*grids[:2], position=position, generation=generation, slots=slots)
+        continuation = shared.beta * value[0]
+        return (grids, value_now, constrained), continuation, flags, probabilities, found
+
+    def _assemble(
+        self, per_pair: Any, *, feasible: jnp.ndarray, own: jnp.ndarray
+    ) -> tuple[EGMArrays, jnp.ndarray, jnp.ndarray | None, Kinks | None]:
+        """Return the period's arrays, flags, probabilities and kinks from its pairs' results.
+
+        With discrete actions the upper envelope cleans each pair's grids; the reduced
+        contexts are expanded to all contexts and every grid starts at the borrowing limit.
+        """
+        structure = self.structure
+        (grids, value_now, constrained), continuation, flags, probabilities, found = per_pair
+        shape = continuation.shape
         runs = jnp.ones((*shape, 1), jnp.int32)
         if structure.discrete_actions:
 
@@ -325,7 +327,7 @@ class EGMPeriod:
         continuation, flags, runs = continuation[rows], flags[rows], runs[rows]
         found = jax.tree.map(lambda x: x[rows], found)
         full = (structure.n_contexts, structure.n_choices)
-        zero = jnp.zeros((*full, 1), dtype=dtype)
+        zero = jnp.zeros((*full, 1), dtype=own.dtype)
         start = jnp.broadcast_to(own[:1], (*full, 1))
         arrays = EGMArrays(
             wealth=jnp.concatenate([start, wealth], axis=-1),
@@ -361,136 +363,6 @@ class EGMPeriod:
         )
         # One slot stays for this period's own limit kink (``kinks_found``).
         return with_kinks(savings, candidates, generation, weight, slots=kinks.wealth.shape[-1] - 1)
-
-    def _expectations(
-        self,
-        carries: Mapping[str, EGMArrays],
-        env: dict[str, Any],
-        *,
-        savings: jnp.ndarray,
-        target_savings: Mapping[str, jnp.ndarray],
-        params: Mapping[str, Any],
-        period: jnp.ndarray,
-        shocks: dict[str, jnp.ndarray],
-        shock_weights: jnp.ndarray,
-        scale: jnp.ndarray,
-        probabilities: jnp.ndarray,
-    ) -> tuple[jnp.ndarray, ...]:
-        """Return E[a·Σ P·u'(c')], E[V'] and E[Σ P·c'] per savings point, over targets."""
-        following = self.transitions.next_states(
-            env, savings=savings, shocks=shocks, shock_weights=shock_weights
-        )
-        contexts = jnp.asarray(self.structure.contexts)
-        source = self.structure
-
-        def reader(target: Target) -> Callable[..., Any]:
-            if target.structure is None:
-                return self._terminal_reader(target, params=params)
-            names = target.structure.discrete
-            positions = jnp.asarray([source.discrete.index(s) for s in names], dtype=jnp.int32)
-
-            def read(codes: jnp.ndarray, wealth: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
-                own = codes[positions]
-                state = at_state(
-                    carries[target.name],
-                    target.structure.context_index(own),
-                    wealth,
-                    structure=target.structure,
-                    utility=target.utility,
-                    env=self.env(params, own, period + 1, names),
-                    limit=target_savings[target.name][0],
-                    scale=scale,
-                    with_marginal=True,
-                )
-                # A start for the inversion only: no derivative flows through it (an
-                # infeasible choice's consumption may carry a NaN one, times probability 0).
-                guess = jax.lax.stop_gradient(
-                    jnp.sum(state.probability * state.consumption, axis=0)
-                )
-                return state.marginal, state.total, guess
-
-            return read
-
-        readers = [(k, t, reader(t)) for k, t in enumerate(self.targets) if t.reachable]
-
-        def expected(chosen: list[tuple[int, Callable[..., Any]]], pairs: Any, weights: Any) -> Any:
-            """Return the weighted sums over ``pairs`` (context, wealth, slope) of ``chosen``.
-
-            ``weights``: (scaled, plain); the marginal and the value are summed with the
-            weights times the continuation scale, the inversion's guess with the plain ones.
-            """
-
-            def per_pair(context: jnp.ndarray, wealth: jnp.ndarray, slope: jnp.ndarray) -> Any:
-                totals = None
-                for k, read in chosen:
-                    marginal, value, guess = read(contexts[context], wealth)
-                    parts = (slope * marginal, value, guess)
-                    if self.probabilities is not None:
-                        p = probabilities[k]
-                        parts = tuple(jnp.where(p > 0, p * x, 0) for x in parts)
-                    if totals is not None:
-                        parts = tuple(a + b for a, b in zip(totals, parts, strict=True))
-                    totals = parts
-                return totals
-
-            # One vmap over the pairs, flattened (see the pairs in ``step``).
-            flat = (x.reshape(-1, *x.shape[weights[1].ndim :]) for x in pairs)
-            parts = jax.vmap(per_pair)(*flat)
-            return tuple(
-                jnp.tensordot(weight, part.reshape(*weight.shape, *part.shape[1:]), axes=2)
-                for weight, part in zip((weights[0], *weights), parts, strict=True)
-            )
-
-        # A target that reads none of the stochastic states lands in the same context and at
-        # the same wealth whatever their outcome: it is read once per shock node.
-        invariant = [(k, read) for k, t, read in readers if self._ignores_outcomes(t)]
-        varying = [(k, read) for k, t, read in readers if not self._ignores_outcomes(t)]
-        pairs = (following.context, following.wealth, following.slope)
-        totals = []
-        if varying:
-            totals.append(expected(varying, pairs, (following.scaled_weight, following.weight)))
-        if invariant:
-            first = tuple(x[:1] for x in pairs)
-            nodes = tuple(
-                jnp.sum(w, axis=0, keepdims=True)
-                for w in (following.scaled_weight, following.weight)
-            )
-            totals.append(expected(invariant, first, nodes))
-        return tuple(sum(parts[1:], parts[0]) for parts in zip(*totals, strict=True))
-
-    def _ignores_outcomes(self, target: Target) -> bool:
-        """Return whether ``target`` is read alike for every stochastic outcome (a regime)."""
-        if self.probabilities is None or not self.structure.stochastic:
-            return False
-        if self.model.outcome_dependent_stochastic_states():
-            return False
-        read = set() if target.structure is None else set(target.structure.discrete)
-        return not read & set(self.structure.stochastic)
-
-    def _terminal_reader(self, target: Target, *, params: Mapping[str, Any]) -> Callable:
-        """Return ``read(codes, wealth)``: a terminal value, its slope in wealth, no guess."""
-        source = self.structure
-        value = target.value
-
-        def read(codes: jnp.ndarray, wealth: jnp.ndarray) -> tuple[jnp.ndarray, ...]:
-            zero = jnp.zeros_like(wealth)
-            if value is None:
-                return zero, zero, zero
-            names = _arguments(value)
-            named = dict(params) | {s: codes[i] for i, s in enumerate(source.discrete)}
-
-            def at(w: jnp.ndarray) -> jnp.ndarray:
-                env = named | {source.state: w}
-                return jnp.asarray(value(**{a: env[a] for a in names}), w.dtype)
-
-            level, slope = jax.vmap(jax.value_and_grad(at))(wealth)
-            return slope, level, zero
-
-        return read
-
-
-def _arguments(func: Callable[..., Any]) -> list[str]:
-    return list(inspect.signature(func).parameters)
 
 
 def _dtype(params: Mapping[str, Any]) -> Any:

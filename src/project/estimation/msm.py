@@ -98,13 +98,8 @@ def estimate_msm(
         weighting=weighting,
     )
     space = ParameterSpace.build(start_params=start_params, bounds=bounds)
-    _check_settings(
-        problem=problem,
-        space=space,
-        multistart=multistart,
-        relative_step=relative_step,
-        on_failure=on_failure,
-    )
+    settings = {"multistart": multistart, "relative_step": relative_step, "on_failure": on_failure}
+    _check_settings(problem=problem, space=space, **settings)
     simulator = CheckedSimulator(
         simulate_moments=simulate_moments,
         problem=problem,
@@ -117,9 +112,7 @@ def estimate_msm(
         space=space,
         algorithm=algorithm,
         algo_options=algo_options,
-        multistart=multistart,
-        relative_step=relative_step,
-        on_failure=on_failure,
+        **settings,
     )
     fit = _fit_at(
         simulator=simulator,
@@ -140,7 +133,14 @@ def estimate_msm(
         algorithm=str(algorithm),
         n_optimizer_evaluations=n_optimizer_evaluations,
     )
-    inference = fit.inference
+    _log_result(result, inference=fit.inference, space=space, simulations=simulator.calls)
+    return result
+
+
+def _log_result(
+    result: MSMResult, *, inference: Any, space: ParameterSpace, simulations: int
+) -> None:
+    """Log the estimates, their standard errors, the J-test and the simulations it took."""
     logger.info(
         "MSM: estimates %s, standard errors %s, J = %.4g (dof %d, p = %.4g), %d simulations.",
         result.params,
@@ -148,9 +148,8 @@ def estimate_msm(
         inference.j_statistic,
         inference.j_dof,
         inference.j_p_value,
-        simulator.calls,
+        simulations,
     )
-    return result
 
 
 class _Fit(NamedTuple):

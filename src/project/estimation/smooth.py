@@ -122,18 +122,8 @@ def build_smooth_totals(
         on_path = {a: jnp.where(inside, stay[0][a], v) for a, v in actions.items()}
         leaving = {a: jnp.where(inside, leave[0][a], v) for a, v in actions.items()}
         b_ids, b_uniform = jnp.repeat(ids, slots), jnp.repeat(uniform, slots)
-        b_actions, _, b_moved, b_next = others(
-            b_codes,
-            b_states,
-            b_ids,
-            inputs,
-            params,
-            period,
-            age,
-            seed,
-            last=last,
-            uniform=b_uniform,
-        )
+        branch = (b_codes, b_states, b_ids, inputs, params, period, age, seed)
+        b_actions, _, b_moved, b_next = others(*branch, last=last, uniform=b_uniform)
         for records in (
             (codes, states, on_path, weight * (1 - p_leave)),
             (codes, states, leaving, weight * p_leave),
@@ -152,6 +142,16 @@ def build_smooth_totals(
         states = {s: jnp.where(inside, stay[1][s], moved[s]) for s in states}
         codes = jnp.where(inside, stay[2], codes_next)
         return (codes, states, weight * (1 - p_leave)), (b_codes, b_states, b_weight), totals
+
+    return _runner(model, one_period, dead=dead)
+
+
+def _runner(model: RegimeModel, one_period: Callable[..., Any], *, dead: int) -> Callable[..., Any]:
+    """Return ``run``: ``one_period`` scanned over every period but the last, then the last.
+
+    The carry starts with every subject on its path (weight 1) and no branch yet (``slots``
+    branches per subject, dead and weight 0, one spawned per period).
+    """
 
     def run(codes, states, ids, inputs, params, periods, ages, seed, record):  # noqa: ANN001, ANN202
         n, slots = codes.shape[0], periods.shape[0] - 1

@@ -17,6 +17,7 @@ from project.models import (
     ijrs,
     lifecycle,
     lifecycle_normalised,
+    lifecycle_normalised_params,
     lifecycle_regimes,
     normalised_units,
     precautionary,
@@ -54,8 +55,8 @@ def income_params_of(*, name: str, calibration: str) -> dict[str, Any]:
     if name != "lifecycle_normalised":
         msg = f"Model {name!r} has no vendored income profiles; only lifecycle_normalised has."
         raise ParamsError(msg)
-    params = lifecycle_normalised.default_params(calibration=calibration)
-    return {key: params[key] for key in lifecycle_normalised.INCOME_PARAMS}
+    params = lifecycle_normalised_params.default_params(calibration=calibration)
+    return {key: params[key] for key in lifecycle_normalised_params.INCOME_PARAMS}
 
 
 def panel_columns_of(
@@ -83,7 +84,7 @@ def default_params_of(*, name: str, model: Any, female_share: float = 0.5) -> di
     if name == "lifecycle_regimes":
         return lifecycle_regimes.params_for(model, female_share=female_share)
     if name == "lifecycle_normalised":
-        params = lifecycle_normalised.default_params(female_share=female_share)
+        params = lifecycle_normalised_params.default_params(female_share=female_share)
         return {key: value for key, value in params.items() if key in model.params_template}
     if name == "lifecycle":
         return lifecycle.default_params(n_types=model.states["pref_type"].n_points)

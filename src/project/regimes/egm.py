@@ -22,7 +22,8 @@ import numpy as np
 
 from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
-from project.egm.period import EGMPeriod, Target
+from project.egm.expectations import Target
+from project.egm.period import EGMPeriod
 from project.egm.program import REPORT_COLUMNS, period_report
 from project.egm.solution import EGMSolution
 from project.egm.solve import check_borrowing_limit, check_report

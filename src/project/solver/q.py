@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from project._xla import jit
-from project.grids import Grid, code_combinations
+from project.grids import code_combinations
 from project.model.continuation import CONTINUATION_SCALE, has_continuation_scale
 from project.model.names import DISCOUNT_FACTOR, transition_target
 from project.model.spec import Model
@@ -62,13 +62,8 @@ def build_q_function(
     checked = list(model.constraints if constraints is None else constraints)
     kept_targets = [transition_target(s) for s in plan.kept] if continuation else []
     per_action = compose(model, ["utility", *checked, *kept_targets])
-    per_outcome = compose(model, [f"next_{s}" for s in model.deterministic_states])
-    scale = compose(model, [CONTINUATION_SCALE]) if has_continuation_scale(model) else None
-    grids: dict[str, Grid] = dict(model.states)
-    kept_sizes = [grids[s].n_points for s in plan.kept]
-    remaining_axes = [(s, grids[s]) for s in plan.interpolation_axes(model)]
-
     without_utility = compose(model, [*checked, *kept_targets])
+    expected_value = _outcome_expectation(model, plan)
 
     def q_function(
         state_values: dict[str, jnp.ndarray],
@@ -83,7 +78,7 @@ def build_q_function(
         env = {**params, **state_values, "period": period, "age": age}
         if continuation and plan.contract_in_sweep:
             expected = contract(expected, env)
-        shock_values, shock_weights, _ = shock_tables(model.shocks, params)
+        shocks = shock_tables(model.shocks, params)[:2]  # values and weights of the nodes
 
         def action_value(action_values: dict[str, jnp.ndarray], given: Any) -> jnp.ndarray:
             env_action = env | action_values
@@ -97,39 +92,8 @@ def build_q_function(
             if not continuation:
                 return jnp.where(feasible, out["utility"], -jnp.inf)
             reading = for_actions(model, expected, env_action)
-
-            def outcome_value(
-                codes: jnp.ndarray, shocks: dict[str, jnp.ndarray] | None = None
-            ) -> jnp.ndarray:
-                outcomes = {s: codes[i] for i, s in enumerate(plan.kept)}
-                env_outcome = env_action | {f"next_{s}": c for s, c in outcomes.items()}
-                env_outcome |= shocks or {}
-                next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
-                value = interpolate_value(
-                    values=reading,
-                    axes=remaining_axes,
-                    next_states=next_states | outcomes,
-                    grid_points=grid_points,
-                )
-                if scale is None:
-                    return value
-                return scale(env_outcome)[CONTINUATION_SCALE] * value
-
-            if plan.kept or model.shocks:
-                # Every kept outcome (and shock node), weighted by its joint probability.
-                codes = jnp.asarray(code_combinations(kept_sizes))
-                joint = joint_probabilities([out[transition_target(s)] for s in plan.kept])
-                if model.shocks:
-                    values = jax.vmap(
-                        lambda c: jax.vmap(lambda v: outcome_value(c, v))(shock_values)
-                    )(codes).ravel()
-                    joint = jnp.multiply.outer(joint, shock_weights).ravel()
-                else:
-                    values = jax.vmap(outcome_value)(codes)
-                expected_value = weighted_sum(joint, values)
-            else:
-                expected_value = outcome_value(jnp.zeros((0,), dtype=jnp.int32))
-            q = out["utility"] + params[DISCOUNT_FACTOR] * expected_value
+            value = expected_value(env_action, out, reading, grid_points, shocks)
+            q = out["utility"] + params[DISCOUNT_FACTOR] * value
             return jnp.where(feasible, q, -jnp.inf)
 
         points = grid_points if action_points is None else action_points
@@ -138,6 +102,60 @@ def build_q_function(
         return sweep(action_value, action_axes, utility)
 
     return q_function
+
+
+def _outcome_expectation(model: Model, plan: ExpectationPlan) -> Callable[..., jnp.ndarray]:
+    """Return ``expected(env_action, out, reading, grid_points, shocks)``: E[scale · V'].
+
+    Over every kept outcome (and shock node) of one action, weighted by its joint probability
+    (``out``'s transition targets times the shocks' weights; ``shocks``: the nodes' values and
+    weights); next period's V (``reading``) interpolated at the landing.
+    """
+    kept_sizes = [model.states[s].n_points for s in plan.kept]
+    per_outcome = compose(model, [f"next_{s}" for s in model.deterministic_states])
+    scale = compose(model, [CONTINUATION_SCALE]) if has_continuation_scale(model) else None
+    remaining_axes = [(s, model.states[s]) for s in plan.interpolation_axes(model)]
+
+    def expected(
+        env_action: dict[str, Any],
+        out: dict[str, Any],
+        reading: jnp.ndarray,
+        grid_points: dict[str, jnp.ndarray],
+        shocks: tuple[dict[str, jnp.ndarray], jnp.ndarray],
+    ) -> jnp.ndarray:
+        shock_values, shock_weights = shocks
+
+        def outcome_value(
+            codes: jnp.ndarray, shocks: dict[str, jnp.ndarray] | None = None
+        ) -> jnp.ndarray:
+            outcomes = {s: codes[i] for i, s in enumerate(plan.kept)}
+            env_outcome = env_action | {f"next_{s}": c for s, c in outcomes.items()}
+            env_outcome |= shocks or {}
+            next_states = {k[5:]: v for k, v in per_outcome(env_outcome).items()}
+            value = interpolate_value(
+                values=reading,
+                axes=remaining_axes,
+                next_states=next_states | outcomes,
+                grid_points=grid_points,
+            )
+            if scale is None:
+                return value
+            return scale(env_outcome)[CONTINUATION_SCALE] * value
+
+        if not (plan.kept or model.shocks):
+            return outcome_value(jnp.zeros((0,), dtype=jnp.int32))
+        codes = jnp.asarray(code_combinations(kept_sizes))
+        joint = joint_probabilities([out[transition_target(s)] for s in plan.kept])
+        if model.shocks:
+            values = jax.vmap(lambda c: jax.vmap(lambda v: outcome_value(c, v))(shock_values))(
+                codes
+            ).ravel()
+            joint = jnp.multiply.outer(joint, shock_weights).ravel()
+        else:
+            values = jax.vmap(outcome_value)(codes)
+        return weighted_sum(joint, values)
+
+    return expected
 
 
 def build_q_kernel(model: Model, *, continuation: bool = True) -> Callable[..., jnp.ndarray]:

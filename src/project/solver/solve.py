@@ -92,17 +92,8 @@ def solve_grid(
         plan, known, device_params=device_params, points=points, mesh=mesh
     )
     checks = log_level != "off"
-    if checks and not known.transitions_valid and not run.transitions_valid:
-        raise_for_invalid_transitions(
-            model, params=unpack_params(model=model, flat=device_params), grid_points=points
-        )
-    remember_facts(
-        model,
-        key=key,
-        facts=KnownFacts(
-            unit_slope=run.unit_slope if needs_slope_probe(plan) else known.unit_slope,
-            transitions_valid=known.transitions_valid or (checks and run.transitions_valid),
-        ),
+    _check_and_remember(
+        model, plan, known, run, key=key, checks=checks, device_params=device_params, points=points
     )
     solution = Solution(
         model=model,
@@ -123,6 +114,35 @@ def solve_grid(
             model, plan, run=run, memory=memory, started=started, compiled_before=compiled_before
         )
     return solution
+
+
+def _check_and_remember(
+    model: Model,
+    plan: SolvePlan,
+    known: KnownFacts,
+    run: _Run,
+    *,
+    key: str,
+    checks: bool,
+    device_params: Any,
+    points: dict[str, jax.Array],
+) -> None:
+    """Raise for invalid transitions (checked once per params); remember what the run showed.
+
+    ``model`` is the caller's (``plan`` may hold a splayed copy): its facts are remembered.
+    """
+    if checks and not known.transitions_valid and not run.transitions_valid:
+        raise_for_invalid_transitions(
+            model, params=unpack_params(model=model, flat=device_params), grid_points=points
+        )
+    remember_facts(
+        model,
+        key=key,
+        facts=KnownFacts(
+            unit_slope=run.unit_slope if needs_slope_probe(plan) else known.unit_slope,
+            transitions_valid=known.transitions_valid or (checks and run.transitions_valid),
+        ),
+    )
 
 
 def _log_solve(
