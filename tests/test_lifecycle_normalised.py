@@ -12,6 +12,7 @@ import pytest
 from project.dispatch import solve
 from project.errors import ParamsError
 from project.models import lifecycle_normalised as model_module
+from project.models import lifecycle_normalised_params as vendored
 from project.models import normalised_units
 
 AGES = np.arange(model_module.FIRST_AGE, model_module.LAST_AGE + 1)
@@ -23,7 +24,7 @@ def solved():
 
     jax.config.update("jax_enable_x64", True)
     try:
-        params = model_module.default_params()
+        params = vendored.default_params()
         yield params, solve(model=model_module.build_model(), params=params)
     finally:
         jax.config.update("jax_enable_x64", False)
@@ -54,7 +55,7 @@ def test_values_are_finite_and_rise_with_wealth(solved, x64):
 
 def test_an_immortal_retiree_without_bequest_is_the_perfect_foresight_consumer(x64):
     immortal = {"survival_probabilities": np.ones(AGES.size), "bequest_weight": 0.0}
-    params = model_module.default_params() | immortal
+    params = vendored.default_params() | immortal
     solution = solve(model=model_module.build_model(), params=params)
     beta, crra, rate = params["beta"], params["crra"], params["interest_factor"]
     growth = (beta * rate) ** (1 / crra) / rate
@@ -165,20 +166,20 @@ def test_the_working_profiles_stop_before_the_published_retirement_drop(calibrat
     """The published profiles end working life with a riskless transition that applies their
     replacement rate (0.6821 or 0.7); the model pays its own pension on a claim, so its
     income keeps growing by at most a few percent and stays risky at every age."""
-    profiles = model_module.income_profiles(calibration=calibration)
+    profiles = vendored.income_profiles(calibration=calibration)
     growth = profiles["income_growth"]
     assert growth.shape == AGES.shape
     assert np.all((growth > 0.95) & (growth < 1.05)), growth.min()
     assert np.all(profiles["permanent_shock_sd"] > 0) and np.all(
         profiles["transitory_shock_sd"] > 0
     )
-    last = model_module.FIRST_AGE + model_module.working_years(calibration=calibration) - 1
+    last = model_module.FIRST_AGE + vendored.working_years(calibration=calibration) - 1
     assert last == {"notes2026": 64, "hark2019": 63}[calibration]
 
 
 def test_a_claim_decided_at_61_is_priced_at_the_factor_of_62():
     """The pension of a worker deciding at age t is the factor of her claiming age t + 1."""
-    params = model_module.default_params()
+    params = vendored.default_params()
     factors = np.asarray(params["claiming_factor"])
     at = {int(age): factors[i] for i, age in enumerate(AGES)}
     assert at[60] == 1.0  # no claim can be decided yet
@@ -200,7 +201,7 @@ def test_a_period_allowing_one_choice_is_read_from_it_alone_to_the_bit(x64, tast
 
     from project.egm.solution import only_choice_evaluator, point_evaluator
 
-    params = model_module.default_params()
+    params = vendored.default_params()
     if not taste_shocks:
         params.pop("taste_shock_scale")
     solution = solve(model=model_module.build_model(taste_shocks=taste_shocks), params=params)

@@ -114,8 +114,8 @@ SOURCES = {
     "bequest_shift": "Illustrative",
     "taste_shock_scale": "None (the claim is deterministic)",
 }
-"""Where each calibrated param of ``default_params`` comes from (the paper's parameter table);
-crra and beta are estimated and work_cost calibrated by the pipeline."""
+"""Where each calibrated param of ``lifecycle_normalised_params.default_params`` comes from (the
+paper's parameter table); crra and beta are estimated and work_cost calibrated by the pipeline."""
 
 CLAIMING_FACT = {"age": 62, "share": 0.36}
 """The share of a cohort reaching 62 that claims the pension at 62: 36 % for men in the latest
