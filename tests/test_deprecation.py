@@ -141,3 +141,21 @@ def test_old_simulation_result_save_and_load_forward_to_bundles(solution, tmp_pa
     pd.testing.assert_frame_equal(
         old.to_dataframe(), load_bundle(directory=tmp_path / "new").to_dataframe()
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["INCOME_PARAMS", "default_params", "income_profiles", "working_transitions", "working_years"],
+)
+def test_names_moved_from_lifecycle_normalised_warn_and_are_the_new_ones(name):
+    from project.models import lifecycle_normalised, lifecycle_normalised_params
+
+    with pytest.warns(ProjectDeprecationWarning) as caught:
+        old = getattr(lifecycle_normalised, name)
+    message = str(caught[0].message)
+    assert f"lifecycle_normalised.{name} is deprecated" in message
+    assert f"lifecycle_normalised_params.{name}" in message
+    assert REMOVED_IN in message
+    assert old is getattr(lifecycle_normalised_params, name)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        lifecycle_normalised.not_a_name  # noqa: B018

@@ -393,6 +393,20 @@ def test_splay_is_value_identical_in_the_row_and_general_kernels(exploit_structu
         )
 
 
+@pytest.fixture
+def grouped_searches(monkeypatch):
+    """Count the searches that go by groups (``choice._grouped``) from here on."""
+    calls = []
+    grouped = choice._grouped
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return grouped(*args, **kwargs)
+
+    monkeypatch.setattr(choice, "_grouped", counted)
+    return calls
+
+
 @pytest.mark.parametrize(
     ("build", "params"),
     [
@@ -405,13 +419,15 @@ def test_splay_is_value_identical_in_the_row_and_general_kernels(exploit_structu
     ids=["ijrs", "precautionary"],
 )
 def test_the_shift_search_by_groups_equals_the_two_sweeps_bit_for_bit(
-    x64, monkeypatch, build, params
+    x64, monkeypatch, grouped_searches, build, params
 ):
-    """Above ``GROUPED_MIN_PAIRS`` the shift search re-reads each state's winning group."""
+    """Above ``GROUPED_MIN_PAIRS`` (float64) the shift search re-reads each state's best group."""
     two_sweeps = solve(model=build(), params=params)
+    assert grouped_searches == []  # below the threshold: two sweeps
     monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
     grouped_model = build()  # a new model: its kernels are built under the lowered threshold
     grouped = solve(model=grouped_model, params=params)
+    assert grouped_searches
     assert set(grouped.kernels) == set(two_sweeps.kernels) == {"shift"}
     np.testing.assert_array_equal(np.asarray(grouped.values), np.asarray(two_sweeps.values))
     for action in grouped_model.action_names:
@@ -422,17 +438,31 @@ def test_the_shift_search_by_groups_equals_the_two_sweeps_bit_for_bit(
     assert_same_solution(grouped_model, params, grouped, general)
 
 
-def test_the_shift_search_by_groups_is_value_identical_under_splay(x64, monkeypatch):
-    monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
+def test_the_shift_search_by_groups_is_value_identical_under_splay(
+    x64, monkeypatch, grouped_searches
+):
     whole = solve(
         model=ijrs.build_model(n_wealth=60, n_consumption=150), params=ijrs.DEFAULT_PARAMS
     )
+    monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
     splayed = solve(
         model=ijrs.build_model(n_wealth=60, n_consumption=150, wealth_batch_size=7),
         params=ijrs.DEFAULT_PARAMS,
     )
+    assert grouped_searches
     assert set(splayed.kernels) == {"shift"}
     np.testing.assert_array_equal(np.asarray(splayed.values), np.asarray(whole.values))
     np.testing.assert_array_equal(
         np.asarray(splayed.policies["consumption"]), np.asarray(whole.policies["consumption"])
     )
+
+
+def test_the_shift_search_sweeps_twice_in_float32(monkeypatch, grouped_searches):
+    """In float32 the two searches may pick different near-ties: the two sweeps are kept."""
+    monkeypatch.setattr(choice, "GROUPED_MIN_PAIRS", 1)
+    solution = solve(
+        model=ijrs.build_model(n_wealth=60, n_consumption=150), params=ijrs.DEFAULT_PARAMS
+    )
+    assert np.asarray(solution.values).dtype == np.float32
+    assert set(solution.kernels) == {"shift"}
+    assert grouped_searches == []

@@ -46,9 +46,7 @@ def test_cpu_devices_of_a_mesh_share_the_free_host_memory():
         n_wealth=20, n_consumption=10, n_periods=3, n_types=4, distributed_types=True
     )
     mesh = state_mesh(model)
-    memory = fit_solve(
-        plan_for(model), memory_limit=None, mesh=mesh, slopes=None, log_level="progress"
-    )
+    memory = fit_solve(plan_for(model), memory_limit=None, mesh=mesh, slopes=None)
     assert len(memory.devices) == 4
     one = free_memory(jax.devices()[:1])
     assert memory.limit.bytes <= 0.8 * one / 4 * 1.05

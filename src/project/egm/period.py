@@ -222,6 +222,7 @@ class EGMPeriod:
         per_pair = jax.vmap(one_pair)(reduced[pair_context], pair_choice, allowed.ravel())
         return self._assemble(
             jax.tree.map(lambda x: x.reshape(*shape, *x.shape[1:]), per_pair),
+            shape=shape,
             feasible=feasible,
             own=shared.own,
         )
@@ -300,16 +301,22 @@ class EGMPeriod:
         return (grids, value_now, constrained), continuation, flags, probabilities, found
 
     def _assemble(
-        self, per_pair: Any, *, feasible: jnp.ndarray, own: jnp.ndarray
+        self,
+        per_pair: Any,
+        *,
+        shape: tuple[int, int],
+        feasible: jnp.ndarray,
+        own: jnp.ndarray,
     ) -> tuple[EGMArrays, jnp.ndarray, jnp.ndarray | None, Kinks | None]:
         """Return the period's arrays, flags, probabilities and kinks from its pairs' results.
+
+        ``shape``: (reduced contexts, choices), the pairs' axes in ``per_pair``.
 
         With discrete actions the upper envelope cleans each pair's grids; the reduced
         contexts are expanded to all contexts and every grid starts at the borrowing limit.
         """
         structure = self.structure
         (grids, value_now, constrained), continuation, flags, probabilities, found = per_pair
-        shape = continuation.shape
         runs = jnp.ones((*shape, 1), jnp.int32)
         if structure.discrete_actions:
 

@@ -368,3 +368,29 @@ def working_transition(claim: jnp.ndarray, survival: jnp.ndarray) -> dict[str, j
 def retired_transition(survival: jnp.ndarray) -> dict[str, jnp.ndarray]:
     """Return next period's regime of a retiree."""
     return {"retired": survival, "dead": 1 - survival}
+
+
+MOVED_TO_PARAMS = (
+    "INCOME_PARAMS",
+    "default_params",
+    "income_profiles",
+    "working_transitions",
+    "working_years",
+)
+"""Names that moved to ``lifecycle_normalised_params`` on 2026-11-29: still read here, warning."""
+
+
+def __getattr__(name: str) -> Any:
+    """Return a name that moved to ``lifecycle_normalised_params``, warning (until 0.3.0)."""
+    if name not in MOVED_TO_PARAMS:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    from project.deprecation import warn_deprecated  # noqa: PLC0415
+    from project.models import lifecycle_normalised_params  # noqa: PLC0415 (it imports this)
+
+    warn_deprecated(
+        old=f"project.models.lifecycle_normalised.{name}",
+        new=f"project.models.lifecycle_normalised_params.{name}",
+        advice="Import it from there.",
+    )
+    return getattr(lifecycle_normalised_params, name)

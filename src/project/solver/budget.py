@@ -137,8 +137,9 @@ def fit_solve(
     ``slopes``: the shift kernel's known slope pattern for these params (``facts.py``); when
     unknown, the plan covers every kernel the solve may run. Raises ``MemoryPlanError`` when
     even batch size 1 on every splayable axis does not fit. Under the default limit, a plan of
-    at most ``SMALL_PROGRAM_BYTES`` is not checked (the free memory is not read) unless
-    ``log_level`` logs the plan. Predictions are kept with the model (``PREDICTIONS``).
+    at most ``SMALL_PROGRAM_BYTES`` on one device is not checked (the free memory is not read)
+    unless ``log_level`` logs the plan; a mesh's devices share the host, so its plans are.
+    Predictions are kept with the model (``PREDICTIONS``).
     """
     model = plan.model
     devices = tuple(mesh.devices.flat) if mesh is not None else tuple(jax.devices()[:1])
@@ -160,7 +161,7 @@ def fit_solve(
     start = {s: g.batch_size for s, g in model.states.items()}
     estimate = predict(start)
     quiet = log_level not in ("progress", "debug")
-    if memory_limit is None and quiet and estimate.total <= SMALL_PROGRAM_BYTES:
+    if memory_limit is None and quiet and mesh is None and estimate.total <= SMALL_PROGRAM_BYTES:
         return SolveMemory(plan, estimate, _NOT_READ, devices, ())
     limit = memory_limit_of(memory_limit, devices=devices)
     if limit.bytes is None:

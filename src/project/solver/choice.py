@@ -29,16 +29,18 @@ UNROLL = 4
 # the two sweeps are separate XLA loops and may round Q differently (by 1 ulp, measured).
 TIE_ULPS = 8
 GROUPED_MIN_PAIRS = 10**5
-"""From this many (state, action) pairs a search whose continuation can be read per element
-(``q_at``) sweeps once by groups (``_grouped``) instead of twice. The shift kernel's search,
-measured on this project's 2-core CPU (IJRS and precautionary, T = 5, interleaved): 12-27 %
-faster at 500x500 and 500x2000, V and policies the same bit for bit; at 100x100 and 100x500 no
-faster, and its compile 0.2-0.3 s longer."""
+"""From this many (state, action) pairs, in float64, the shift kernel's search sweeps once by
+groups (``_grouped``, reading its continuation per element) instead of twice. Measured on this
+project's 2-core CPU (IJRS and precautionary, T = 5, interleaved): 12-27 % faster at 500x500 and
+500x2000, V and policies the same bit for bit; at 100x100 and 100x500 no faster, and its compile
+0.2-0.3 s longer. Not in float32: there V stays the same but, where Q is flat near its maximum,
+the grouped search's exact first maximum and the two sweeps' first point within ``TIE_ULPS``
+of it differ (2,131 of 12,500 policy entries at precautionary 500x500)."""
 
 
-def search_by_groups(*, n_states: int, n_points: int) -> bool:
-    """Return whether a search of ``n_points`` actions for ``n_states`` states goes by groups."""
-    return n_states * n_points >= GROUPED_MIN_PAIRS
+def search_by_groups(*, n_states: int, n_points: int, float_bytes: int) -> bool:
+    """Return whether the shift search of ``n_points`` actions for ``n_states`` states groups."""
+    return float_bytes >= 8 and n_states * n_points >= GROUPED_MIN_PAIRS
 
 
 def running_best(

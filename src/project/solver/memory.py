@@ -178,7 +178,7 @@ def _period_bytes(plan: SolvePlan, sizes: _Sizes, *, kernel: str, block: int) ->
             plan, n_loop=n_loop, f=f, kernel=kernel, sharded=sizes.sharded
         )
     elif kernel == "shift" and search_by_groups(
-        n_states=sizes.axes[plan.structure.state], n_points=n_loop
+        n_states=sizes.axes[plan.structure.state], n_points=n_loop, float_bytes=f
     ):
         search += _shift_grouped_bytes(plan, sizes, n_loop=n_loop)
     if kernel in ("shift", "lattice", "row"):
@@ -219,7 +219,7 @@ def _shift_grouped_bytes(plan: SolvePlan, sizes: _Sizes, *, n_loop: int) -> int:
     """Return the bytes of the shift kernel's grouped search (``shift.at``).
 
     Per point of the kernel's state and pair of its winning group, as XLA:CPU (jaxlib 0.10)
-    assigns them for the shipped models in float32 and float64: two floats and four int32
+    assigns them for the shipped models (float64; float32 fitted too): two floats and four int32
     (reads and their indices), and a float and an int32 more for every further context the
     search sweeps (the income nodes of ``precautionary``); within 11 % of XLA's figure.
     """

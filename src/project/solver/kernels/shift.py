@@ -7,8 +7,8 @@ interpolant: ``level[k_j + i] + f_j * slope[k_j + i]``, two contiguous reads per
 per-pair index arithmetic. Outside the grid the row is extended linearly, as the general kernel
 extrapolates; windows that start further out than one grid length lie wholly in the linear
 extension and are read from its edge plus an exact offset, so the arrays stay of static size.
-From ``choice.GROUPED_MIN_PAIRS`` pairs the continuation is also read per element (``at``), so
-that the search sweeps once by groups and re-reads each state's winning group.
+From ``choice.GROUPED_MIN_PAIRS`` pairs, in float64, the continuation is also read per element
+(``at``), so that the search sweeps once by groups and re-reads each state's winning group.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def shift_continuation(plan: SolvePlan) -> Any:
     pad = n_states + 1
     inverse_step = (n_states - 1) / (grid.stop - grid.start)
     law = compose(model, [f"next_{state}"])
-    grouped = search_by_groups(n_states=n_states, n_points=model.actions[action].n_points)
+    n_actions = model.actions[action].n_points
 
     def continuation(context: Context) -> Windows:
         env, row, grid_points = context.env, context.row, context.grid_points
@@ -70,6 +70,8 @@ def shift_continuation(plan: SolvePlan) -> Any:
             reads = first_read[indices] + chunk + jnp.arange(context.batch)[:, None]
             return level[reads] + offset[indices] + weight[indices] * slope[reads]
 
+        float_bytes = row.dtype.itemsize
+        grouped = search_by_groups(n_states=n_states, n_points=n_actions, float_bytes=float_bytes)
         return Windows(block=block, at=at if grouped else None)
 
     return continuation
