@@ -313,8 +313,7 @@ def regime_at_uniform(view: RegimeView) -> Callable[..., jax.Array]:
 
 
 TERMINAL_VALUES = table("jitted terminal values by regime")
-"""The jitted terminal values, built once per model (a repeated simulation, as in an
-estimation, reuses their compiled programs instead of tracing them again)."""
+"""Jitted once per model: a repeated simulation (an estimation's) reuses their programs."""
 
 
 def _terminal_value(model: RegimeModel, regime: str) -> Callable[..., jax.Array]:
