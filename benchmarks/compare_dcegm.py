@@ -81,18 +81,12 @@ def oracle_gaps(
     return {"worker": gap(worker, exact_worker), "retiree": gap(retiree, exact_retiree)}
 
 
-def run_ours(config: dict[str, Any]) -> dict[str, Any]:
-    """Solve IJRS with our DC-EGM in this process; return timings and period-0 V."""
-    import jax  # noqa: PLC0415
-
-    jax.config.update("jax_enable_x64", True)
-    jax.block_until_ready(jax.jit(lambda x: x + 1)(1.0))
-    from project import solve  # noqa: PLC0415
+def ijrs_model(*, periods: int, n_savings: int) -> tuple[Any, dict[str, Any]]:
+    """Return the compared IJRS model (taste shocks, dcegm's savings grid) and its params."""
     from project.grids import IrregSpacedGrid  # noqa: PLC0415
     from project.model import Model  # noqa: PLC0415
     from project.models import ijrs  # noqa: PLC0415
 
-    periods, n_savings = config["periods"], config["n_savings"]
     base = ijrs.build_model(n_periods=periods, taste_shocks=True)
     model = Model(
         name="ijrs",
@@ -104,7 +98,19 @@ def run_ours(config: dict[str, Any]) -> dict[str, Any]:
         post_decision_grid=IrregSpacedGrid(points=savings_points(n_savings), name="savings"),
         taste_shocks=True,
     )
-    params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": SCALE}
+    return model, ijrs.DEFAULT_PARAMS | {"taste_shock_scale": SCALE}
+
+
+def run_ours(config: dict[str, Any]) -> dict[str, Any]:
+    """Solve IJRS with our DC-EGM in this process; return timings and period-0 V."""
+    import jax  # noqa: PLC0415
+
+    jax.config.update("jax_enable_x64", True)
+    jax.block_until_ready(jax.jit(lambda x: x + 1)(1.0))
+    from project import solve  # noqa: PLC0415
+
+    periods, n_savings = config["periods"], config["n_savings"]
+    model, params = ijrs_model(periods=periods, n_savings=n_savings)
 
     def run() -> Any:
         solution = solve(model=model, params=params)

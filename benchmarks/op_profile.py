@@ -129,25 +129,9 @@ def _dcegm(args: argparse.Namespace) -> tuple[Any, tuple[Any, ...]]:
     import compare_dcegm  # noqa: PLC0415
 
     from project.egm.solve import WINDOW_LEARNED, _program, _savings  # noqa: PLC0415
-    from project.grids import IrregSpacedGrid  # noqa: PLC0415
-    from project.model import Model  # noqa: PLC0415
     from project.model.params import pack_params, params_on_host  # noqa: PLC0415
-    from project.models import ijrs  # noqa: PLC0415
 
-    base = ijrs.build_model(n_periods=args.periods, taste_shocks=True)
-    model = Model(
-        name="ijrs",
-        states=base.states,
-        actions=base.actions,
-        functions=base.functions,
-        constraints=base.constraints,
-        n_periods=args.periods,
-        post_decision_grid=IrregSpacedGrid(
-            points=compare_dcegm.savings_points(args.points), name="savings"
-        ),
-        taste_shocks=True,
-    )
-    params = ijrs.DEFAULT_PARAMS | {"taste_shock_scale": compare_dcegm.SCALE}
+    model, params = compare_dcegm.ijrs_model(periods=args.periods, n_savings=args.points)
     flat = pack_params(params_on_host(model=model, params=params))
     window = WINDOW_LEARNED.of(model)
     program = _program(model, window=window, memory_limit=None, log_level="off")
