@@ -1,14 +1,18 @@
 """Shared fixtures: float64 on demand (float32 the default), a SLURM cluster, a welfare result.
 
-Also JAX's persistent compilation cache for the whole session (below).
+Also JAX's persistent compilation cache for the whole session (below), and each test module's
+compiled programs released when it ends (``release_compiled_programs``).
 """
 
+import gc
 import os
+from pathlib import Path
 
 import jax
 import pytest
 
 from project.config import COMPILATION_CACHE
+from project.model.internal import forget_all
 
 # Compiled programs are cached on disk and reused across the test workers and runs, as the
 # build does (project.config.COMPILATION_CACHE): the tests build the same models many times,
@@ -31,6 +35,51 @@ jax.config.update(
 # tests/sharded needs 4 fake devices set before JAX starts: tests/test_sharded.py runs it in a
 # subprocess, so this process must not collect it.
 collect_ignore = ["sharded"]
+
+
+FIRST = "tests/pipeline/"
+"""The pipeline's builds (tests/pipeline/test_incremental.py alone takes about 13 of the
+suite's 23 minutes): handed out first (pyproject.toml: ``--no-loadscope-reorder``), so that the
+other worker runs the rest beside them, whatever folders are added."""
+
+
+def pytest_collection_modifyitems(items):
+    """Put the pipeline's build tests first, every file's own order kept."""
+    items.sort(key=lambda item: not item.nodeid.startswith(FIRST))
+
+
+MAPS = Path("/proc/self/maps")
+MAX_MAP_COUNT = Path("/proc/sys/vm/max_map_count")
+DEFAULT_MAX_MAP_COUNT = 65_530
+MAPS_LEFT_SHARE = 0.25
+"""At most this share of Linux's default limit on memory mappings (or of a lower one set here)
+may stay in use after a module."""
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_programs():
+    """Drop JAX's compiled programs when a test module ends, and check they were let go.
+
+    XLA:CPU maps every compiled program's code into the process, about 19 mappings each. A
+    test worker that kept the programs of every module it ran reached Linux's default limit
+    (``vm.max_map_count``, 65,530) after about 3,000 programs, and XLA then crashed the worker
+    with a segmentation fault while compiling or loading the next one. The models' facts go
+    too (the compiled programs among them); the next module finds its programs in the
+    persistent cache.
+    """
+    yield
+    forget_all()
+    jax.clear_caches()
+    gc.collect()
+    if not (MAPS.exists() and MAX_MAP_COUNT.exists()):
+        return
+    in_use = len(MAPS.read_text().splitlines())
+    limit = min(int(MAX_MAP_COUNT.read_text()), DEFAULT_MAX_MAP_COUNT)
+    assert in_use <= MAPS_LEFT_SHARE * limit, (
+        f"{in_use} memory mappings are still in use after this module (the limit is {limit}): "
+        "something keeps compiled programs alive after its tests, e.g. a module-level cache "
+        "that holds models or jitted functions; release them, or the worker will crash."
+    )
 
 
 @pytest.fixture

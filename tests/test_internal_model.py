@@ -11,7 +11,7 @@ import weakref
 
 from project.egm.structure import STRUCTURE, egm_structure
 from project.imports import SOURCE_ROOT
-from project.model.internal import Fact, internal_model, table
+from project.model.internal import Fact, forget_all, internal_model, table
 from project.models import ijrs
 
 
@@ -37,6 +37,17 @@ def test_put_replaces_what_a_solve_learned_and_known_says_so():
     assert window.known(model)
     assert window.of(model) == 9
     assert internal_model(model).facts == {"window": 9}
+
+
+def test_forget_all_drops_every_models_facts_and_they_are_built_again():
+    built = []
+    fact = Fact("a count", build=lambda model: built.append(model) or len(built))
+    one, two = Stand(), Stand()
+    assert (fact.of(one), fact.of(two)) == (1, 2)
+    forget_all()
+    assert not fact.known(one) and not fact.known(two)
+    assert internal_model(one).facts == {}
+    assert (fact.of(one), fact.of(one)) == (3, 3)
 
 
 def test_a_table_is_one_per_model():
