@@ -162,7 +162,8 @@ def test_the_solution_part_is_exact_and_sharding_divides_it():
         predict_solve_memory(plan, kernels=["row"], float_bytes=8, shards={"pref_type": 4}).parts
     )
     states = math.prod(g.n_points for g in model.states.values())
-    assert whole["solution"] == 6 * states * (8 + 4 * 2) + 6 * 8 * 4
+    # V stacked and each period apart (8 + 8 bytes), two int32 policies; the report
+    assert whole["solution"] == 6 * states * (8 + 8 + 4 * 2) + 6 * 8 * 4
     assert sharded["solution"] - 6 * 8 * 4 == (whole["solution"] - 6 * 8 * 4) // 4
     assert sharded["row kernel"] < whole["row kernel"]
 

@@ -19,6 +19,7 @@ from project import (
 from project.models import ijrs, lifecycle, precautionary
 from project.solver import program as program_module
 from project.solver.expectation import ExpectationPlan
+from project.solver.solution import Solution
 
 
 @dataclass(frozen=True)
@@ -316,3 +317,46 @@ def test_value_function_is_every_period_of_values_from_one_program():
     for t, value in enumerate(periods):
         np.testing.assert_array_equal(np.asarray(value), np.asarray(solution.values[t]))
     assert split_periods._cache_size() <= before + 1  # one program for all periods
+
+
+def test_each_periods_value_comes_from_the_solve_program_and_equals_the_stacked_one():
+    model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=4)
+    solution = solve(model=model, params=precautionary.DEFAULT_PARAMS)
+    assert solution.value_function is solution.value_periods
+    rebuilt = Solution(model=model, params=solution.params, values=solution.values, policies={})
+    assert rebuilt.value_periods is None  # taken apart when read
+    for periods in (solution.value_function, rebuilt.value_function):
+        assert len(periods) == 4
+        for t, value in enumerate(periods):
+            np.testing.assert_array_equal(np.asarray(value), np.asarray(solution.values[t]))
+
+
+@pytest.mark.parametrize("r", [0.0, 0.03], ids=["shift-kernel", "row-kernel"])
+def test_quiet_solves_equal_the_checked_solve_whether_or_not_the_params_are_known(r):
+    """'off' reads the report only to learn the slopes of new params; known ones run blind."""
+    model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=4)
+    params = precautionary.DEFAULT_PARAMS | {"r": r}
+    new = solve(model=model, params=params, log_level="off")
+    checked = solve(model=model, params=params)
+    known = solve(model=model, params=params, log_level="off")
+    other = solve(model=model, params=params | {"r": 0.03 - r}, log_level="off")
+    assert set(checked.kernels) == {"shift" if r == 0 else "row"}
+    assert set(other.kernels) == {"row" if r == 0 else "shift"}
+    for quiet in (new, known):
+        assert quiet.kernels == checked.kernels
+        np.testing.assert_array_equal(np.asarray(quiet.values), np.asarray(checked.values))
+        for action, indices in checked.policies.items():
+            np.testing.assert_array_equal(np.asarray(quiet.policies[action]), np.asarray(indices))
+
+
+def test_params_are_checked_until_a_solve_of_them_succeeded():
+    """Known params skip the check of their values; bad ones never become known."""
+    model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=3)
+    good = precautionary.DEFAULT_PARAMS
+    solve(model=model, params=good)
+    for level in ("warning", "off", "warning"):
+        with pytest.raises(ProjectError, match=r"\['beta'\] are not finite"):
+            solve(model=model, params=good | {"beta": float("nan")}, log_level=level)
+        with pytest.raises(ProjectError, match=r"discount factor 'beta' must be > 0"):
+            solve(model=model, params=good | {"beta": -0.5}, log_level=level)
+    assert np.isfinite(np.asarray(solve(model=model, params=good).values)).all()

@@ -19,13 +19,18 @@ import numpy as np
 
 from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
-from project.egm.program import REPORT_COLUMNS, build_program
+from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS, build_program
 from project.egm.solution import EGMSolution
 from project.egm.structure import egm_structure
 from project.errors import InvalidValueFunctionError, ModelSpecificationError
 from project.model.internal import Fact, table
 from project.model.names import INVERSE_MARGINAL_UTILITY, INVERSE_UTILITY
-from project.model.params import n_packed_params, pack_params, params_on_host
+from project.model.params import (
+    check_param_values,
+    n_packed_params,
+    pack_params,
+    params_on_host,
+)
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.budget import compiled_within
@@ -39,8 +44,12 @@ logger = logging.getLogger("project.solver")
 
 PROGRAMS = table("EGM programs by window and dtype")
 WINDOW_LEARNED: Fact[int] = Fact("upper envelope's window", build=lambda _model: WINDOW)
-CHECKED = Fact("params whose borrowing limit was checked", build=lambda _model: OrderedDict())
+CHECKED = Fact(
+    "params whose values and borrowing limit were checked", build=lambda _model: OrderedDict()
+)
 SAVINGS = table("post-decision grid by dtype")
+# The report's columns that may fail a solve (``check_report``); all clear is the usual case.
+FLAGGED = [REPORT_COLUMNS.index(c) for c in (*FAILURE_COLUMNS, "non_monotone")]
 
 TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
 
@@ -62,13 +71,15 @@ def solve_egm(
     check_log_level(log_level)
     check_on_invalid(on_invalid)
     structure = egm_structure(model)
-    host_params = params_on_host(model=model, params=params)
-    check_function_outputs(model, params=host_params, codes=log_level != "off")
+    host_params = params_on_host(model=model, params=params, check_values=False)
     flat = pack_params(host_params)
-    savings = _savings(model)
     key = fingerprint(flat)
-    checks = log_level != "off"
     checked = CHECKED.of(model)
+    if key not in checked:  # checked params passed this check before they ran
+        check_param_values(model_name=model.name, params=host_params)
+    check_function_outputs(model, params=host_params, codes=log_level != "off")
+    savings = _savings(model)
+    checks = log_level != "off"
     if checks and key not in checked:
         check_borrowing_limit(model, params=host_params, savings=np.asarray(savings))
         checked[key] = None
@@ -109,12 +120,16 @@ def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) ->
 
     Its buffers are checked against ``memory_limit`` at every call (the limit may change).
     """
-    flat = jax.ShapeDtypeStruct((n_packed_params(model),), float_dtype())
-    savings = jax.ShapeDtypeStruct((model.post_decision_grid.n_points,), float_dtype())
+
+    def lower() -> Any:
+        flat = jax.ShapeDtypeStruct((n_packed_params(model),), float_dtype())
+        savings = jax.ShapeDtypeStruct((model.post_decision_grid.n_points,), float_dtype())
+        return build_program(model, window=window).lower(flat, savings)
+
     return compiled_within(
         PROGRAMS.of(model),
-        (window, str(float_dtype())),
-        lower=lambda: build_program(model, window=window).lower(flat, savings),
+        (window, float_dtype()),
+        lower=lower,
         memory_limit=memory_limit,
         what=f"Model {model.name!r} by {egm_structure(model).method.upper()}",
         log_level=log_level,
@@ -123,7 +138,7 @@ def _program(model: Model, *, window: int, memory_limit: Any, log_level: str) ->
 
 def _savings(model: Model) -> jax.Array:
     per_model = SAVINGS.of(model)
-    key = str(float_dtype())
+    key = float_dtype()
     if key not in per_model:
         grid = model.post_decision_grid
         assert grid is not None
@@ -245,6 +260,8 @@ def check_report(
     raises ``InvalidValueFunctionError`` naming the last such period and where V is NaN on the
     state grid, or with ``on_invalid="warn"`` logs it.
     """
+    if not report[:, FLAGGED].any():
+        return
     model = solution.model
     method = solution.method.upper()
     where = f"Model {model.name!r}{f', regime {regime!r}' if regime else ''} (solved by {method})"

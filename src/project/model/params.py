@@ -25,14 +25,23 @@ def validate_params(*, model: Model, params: Mapping[str, Any]) -> dict[str, jnp
     return {k: jax.device_put(v) for k, v in params_on_host(model=model, params=params).items()}
 
 
-def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
-    """Return params as float NumPy arrays (working precision) after checking names and shapes."""
+def params_on_host(
+    *, model: Model, params: Mapping[str, Any], check_values: bool = True
+) -> dict[str, np.ndarray]:
+    """Return params as float NumPy arrays (working precision) after checking names and shapes.
+
+    ``check_values=False`` leaves the values' check (``check_param_values``) to the caller.
+    """
     template = model.params_template
     _check_names(model=model, params=params, template=template)
     dtype = float_dtype()
     converted: dict[str, np.ndarray] = {}
     wrong = []
+    exact = dtype == np.float64  # a Python float is a float64: nothing to check but finiteness
     for key, shape in template.items():
+        if exact and type(params[key]) is float and shape == ():
+            converted[key] = np.array(params[key])
+            continue
         try:
             value = np.asarray(params[key])
         except (TypeError, ValueError) as error:
@@ -64,7 +73,8 @@ def params_on_host(*, model: Model, params: Mapping[str, Any]) -> dict[str, np.n
         raise ParamsError(msg)
     if model.taste_shocks:
         check_taste_shock_scale(model_name=model.name, params=converted)
-    _check_values(model_name=model.name, params=converted)
+    if check_values:
+        check_param_values(model_name=model.name, params=converted)
     return converted
 
 
@@ -98,7 +108,7 @@ def _check_names(*, model: Model, params: Any, template: Mapping[str, Any]) -> N
         raise ParamsError(msg)
 
 
-def _check_values(*, model_name: str, params: Mapping[str, np.ndarray]) -> None:
+def check_param_values(*, model_name: str, params: Mapping[str, np.ndarray]) -> None:
     """Raise ``ParamsError`` for non-finite params and a discount factor that is not positive."""
     values = list(params.values())
     if values and np.isfinite(np.concatenate([np.ravel(v) for v in values])).all():

@@ -216,7 +216,7 @@ def _program(
         tuple(names.items()),
         tuple(p.structure for p in plans.values()),
         splay,
-        str(float_dtype()),
+        float_dtype(),
     )
     programs = PROGRAMS.of(model)
     if key not in programs:

@@ -76,6 +76,7 @@ def predict_regime_memory(
                 batch_sizes=batch_sizes.get(regime),
                 block=action_block(plan, backend=backend),
                 float_bytes=f,
+                period_outputs=False,
             ).parts
         )
         solution += parts["solution"]

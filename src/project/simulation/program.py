@@ -125,7 +125,7 @@ class PanelProgram:
         return self._inputs[key]
 
     def _program(self, window: int) -> Callable[..., Any]:
-        key = (window, str(float_dtype()))
+        key = (window, float_dtype())
         if key not in self._programs:
             self._programs[key] = jit(
                 self._traced(window), compiler_options=quick_compile_options()

@@ -113,6 +113,8 @@ def report_flags(
     diagnosis is shown (always when raising; when warning, at "debug"). ``what`` names the
     solve in messages (e.g. "grid search", "grid search, regime 'retired'").
     """
+    if not flags.any():
+        return
     for period in np.flatnonzero(flags[:, 2]):
         logger.warning(
             "Period %d: %d states have no feasible action (V = -inf).",

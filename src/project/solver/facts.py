@@ -14,7 +14,6 @@ passed, so a repeated solve picks its kernels right away and checks transitions 
 
 from __future__ import annotations
 
-import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -47,14 +46,12 @@ LAST_SLOPES: Fact[tuple[bool, ...]] = Fact(
 )
 
 
-def fingerprint(flat_params: np.ndarray) -> str:
-    """Return a digest of packed params (dtype and bytes)."""
-    digest = hashlib.blake2b(str(flat_params.dtype).encode(), digest_size=16)
-    digest.update(np.ascontiguousarray(flat_params).tobytes())
-    return digest.hexdigest()
+def fingerprint(flat_params: np.ndarray) -> bytes:
+    """Return a key of packed params: their dtype and bytes (a few dozen bytes, not hashed)."""
+    return flat_params.dtype.str.encode() + np.ascontiguousarray(flat_params).tobytes()
 
 
-def known_facts(model: Model, *, key: str) -> KnownFacts | None:
+def known_facts(model: Model, *, key: bytes) -> KnownFacts | None:
     """Return what earlier solves of these params established, if any."""
     cache = KNOWN.of(model)
     if key not in cache:
@@ -63,7 +60,7 @@ def known_facts(model: Model, *, key: str) -> KnownFacts | None:
     return cache[key]
 
 
-def remember_facts(model: Model, *, key: str, facts: KnownFacts) -> None:
+def remember_facts(model: Model, *, key: bytes, facts: KnownFacts) -> None:
     """Remember the facts of these params (and the slope pattern as the next guess)."""
     cache = KNOWN.of(model)
     cache[key] = facts

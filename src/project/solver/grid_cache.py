@@ -17,7 +17,7 @@ GRID_POINTS = table("grid points by dtype and mesh")
 def grid_points_of(model: Model, *, mesh: Mesh | None = None) -> dict[str, jax.Array]:
     """Return every state and action grid's points in the working precision (cached)."""
     per_model = GRID_POINTS.of(model)
-    key = (str(float_dtype()), mesh_key(mesh))
+    key = (float_dtype(), mesh_key(mesh))
     if key not in per_model:
         points = grid_points(model.states | model.actions)
         per_model[key] = points if mesh is None else replicate(points, mesh=mesh)

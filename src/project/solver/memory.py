@@ -113,19 +113,22 @@ def predict_solve_memory(
     block: int = 1,
     shards: Mapping[str, int] | None = None,
     float_bytes: int | None = None,
+    period_outputs: bool = True,
 ) -> MemoryEstimate:
     """Return the predicted peak memory per device of a solve running ``kernels``.
 
     ``batch_sizes`` overrides the state grids' splay (0: unsplayed); ``block`` is the number of
     loop-action points a search step evaluates (``program.action_block``); ``shards`` maps each
-    sharded permanent state to the number of devices along it.
+    sharded permanent state to the number of devices along it. ``period_outputs``: the program
+    also outputs V of each period apart (the grid-search program does; the regime program not).
     """
     model = plan.model
     batches = {s: g.batch_size for s, g in model.states.items()} | dict(batch_sizes or {})
     sizes = _sizes(model, batches=batches, shards=shards or {}, float_bytes=float_bytes)
     f = sizes.float_bytes
     states = sizes.product(model.state_names)
-    solution = model.n_periods * states * (f + INT32 * len(model.actions))
+    copies_of_v = 2 if period_outputs else 1  # stacked, and each period apart
+    solution = model.n_periods * states * (copies_of_v * f + INT32 * len(model.actions))
     report = model.n_periods * 8 * INT32
     grid_points = sum(
         g.n_points * (INT32 if g.is_discrete else f)
@@ -133,7 +136,10 @@ def predict_solve_memory(
     )
     params = n_packed_params(model) * f
     period = max(
-        ((name, _period_bytes(plan, sizes, kernel=name, block=block)) for name in set(kernels)),
+        (
+            (name, _period_bytes(plan, sizes, kernel=name, block=block, carry=not period_outputs))
+            for name in set(kernels)
+        ),
         key=lambda item: item[1],
     )
     parts = (
@@ -158,8 +164,12 @@ def _bytes(count: tuple[float, float], extent: int, *, f: int) -> int:
     return int(extent * (count[0] * f + count[1] * INT32))
 
 
-def _period_bytes(plan: SolvePlan, sizes: _Sizes, *, kernel: str, block: int) -> int:
-    """Return the peak of one period of ``kernel``: held + max(search, finish)."""
+def _period_bytes(plan: SolvePlan, sizes: _Sizes, *, kernel: str, block: int, carry: bool) -> int:
+    """Return the peak of one period of ``kernel``: held + max(search, finish).
+
+    ``carry``: next period's V is held apart; where each period's V is an output, XLA:CPU keeps
+    it in that output's buffer (jaxlib 0.10, the six cases of ``tests/test_memory.py``).
+    """
     model, f = plan.model, sizes.float_bytes
     counts = _COUNTS[kernel]
     states = sizes.product(model.state_names)
@@ -167,7 +177,7 @@ def _period_bytes(plan: SolvePlan, sizes: _Sizes, *, kernel: str, block: int) ->
     swept = [*plan.swept_states]
     chunk = sizes.product(swept, chunked=True) * others
     # Next period's V (the scan's carry) and the search's result: maximum and index.
-    held = states * f + sizes.product(swept) * others * (f + INT32)
+    held = states * f * carry + sizes.product(swept) * others * (f + INT32)
     search = _prepared_bytes(plan, sizes) + _bytes(counts.search, chunk, f=f)
     n_loop = sizes.axes[plan.loop_action] if plan.loop_action else 1
     if block > 1:

@@ -53,8 +53,7 @@ def check_function_outputs(
     SHAPES_CHECKED.of(model)
     if not codes:
         return
-    discrete = [s for s in model.deterministic_states if model.states[s].is_discrete]
-    used = sorted({p for s in discrete for p in model.ancestors(f"next_{s}")} & set(params))
+    discrete, used = CODE_INPUTS.of(model)
     key = b"".join(np.ascontiguousarray(params[p]).tobytes() for p in used)
     checked = CODES_CHECKED.of(model)
     if key in checked:
@@ -205,3 +204,13 @@ def _check_shapes(model: Model) -> bool:
 
 SHAPES_CHECKED: Fact[bool] = Fact("functions' output shapes checked", build=_check_shapes)
 CODES_CHECKED = table("params whose discrete laws of motion were checked")
+
+
+def _code_inputs(model: Model) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return the deterministic discrete states and the params their laws of motion read."""
+    discrete = tuple(s for s in model.deterministic_states if model.states[s].is_discrete)
+    ancestors = {p for s in discrete for p in model.ancestors(f"next_{s}")}
+    return discrete, tuple(sorted(ancestors & set(model.params_template)))
+
+
+CODE_INPUTS = Fact("the discrete laws of motion and the params they read", build=_code_inputs)

@@ -13,11 +13,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from project.model.internal import table
 from project.solver.plan import SolvePlan
 
 logger = logging.getLogger("project.solver")
 
 LAST_PERIOD = "the last period reads V = 0, so Q = u (any kernel is exact)"
+CHOICES = table("each period's kernel by structure and slopes")
 
 
 @dataclass(frozen=True)
@@ -34,8 +36,16 @@ def choose_kernels(
     """Return the kernel of every period, in period order.
 
     ``unit_slope``: per period, whether the savings slope is 1 (used by the shift kernel when
-    the model does not fix it to 1 for all params).
+    the model does not fix it to 1 for all params). Chosen once per model, structure and slopes.
     """
+    key = (plan.structure, None if unit_slope is None else tuple(unit_slope))
+    chosen = CHOICES.of(plan.model)
+    if key not in chosen:
+        chosen[key] = _choose(plan, unit_slope=unit_slope)
+    return chosen[key]
+
+
+def _choose(plan: SolvePlan, *, unit_slope: Sequence[bool] | None) -> tuple[KernelChoice, ...]:
     structure = plan.structure
     n_periods = plan.model.n_periods
     choices = []

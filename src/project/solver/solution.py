@@ -38,7 +38,9 @@ class Solution:
 
     ``continuation(period)``, where given, returns the array the period's Q reads as next
     period's V (a regime's mix of every regime's V, ``project.regimes``); by default that is
-    ``values[period + 1]`` (zeros after the last period).
+    ``values[period + 1]`` (zeros after the last period). ``value_periods``, where given, are
+    ``values[0], values[1], ...`` as separate arrays (outputs of the solve program), returned by
+    ``value_function`` instead of slicing ``values`` again.
     """
 
     method = "grid"
@@ -49,6 +51,7 @@ class Solution:
     policies: Mapping[str, jax.Array]
     kernels: tuple[str, ...] = field(default=())
     continuation: Callable[[int], jax.Array] | None = field(default=None, repr=False)
+    value_periods: tuple[jax.Array, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def regimes(self) -> Mapping[str, Any]:
@@ -85,6 +88,8 @@ class Solution:
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
         """Return V of every period (slices of ``values``, taken in one dispatch)."""
+        if self.value_periods is not None:
+            return self.value_periods
         return split_periods(self.values)
 
     @cached_property

@@ -26,7 +26,12 @@ from jax.sharding import Mesh
 
 from project.devices import check_permanent_states, mesh_key, replicate, state_mesh
 from project.model.internal import Fact
-from project.model.params import pack_params, params_on_host, unpack_params
+from project.model.params import (
+    check_param_values,
+    pack_params,
+    params_on_host,
+    unpack_params,
+)
 from project.model.spec import Model
 from project.points import float_dtype
 from project.solver.budget import fit_solve
@@ -73,25 +78,29 @@ def solve_grid(
 ) -> Solution:
     """Solve ``model`` by grid search; the arguments as in ``project.solve`` (checked there)."""
     plan = plan_for(model) if exploit_structure else general_plan(model)
-    host_params = params_on_host(model=model, params=params)
-    check_function_outputs(model, params=host_params, codes=log_level != "off")
+    host_params = params_on_host(model=model, params=params, check_values=False)
     flat_params = pack_params(host_params)
     key = fingerprint(flat_params)
+    known = known_facts(model, key=key)
+    if known is None:  # known params passed the check before they ran
+        check_param_values(model_name=model.name, params=host_params)
+        known = KnownFacts(unit_slope=None, transitions_valid=False)
+    check_function_outputs(model, params=host_params, codes=log_level != "off")
     mesh = state_mesh(model, devices=devices)
     points = grid_points_of(model, mesh=mesh)
     device_params = _on_devices(model, flat_params, key=key, mesh=mesh)
     if mesh is not None:
         check_permanent_states(model=model, grid_points=points)
-    known = known_facts(model, key=key) or KnownFacts(unit_slope=None, transitions_valid=False)
     memory = fit_solve(
         plan, memory_limit=memory_limit, mesh=mesh, slopes=known.unit_slope, log_level=log_level
     )
     plan = memory.plan  # the model's batch sizes, or smaller ones that fit memory_limit
-    started, compiled_before = time.perf_counter(), compiled_programs(plan.model)
-    run = _run_with_right_kernels(
-        plan, known, device_params=device_params, points=points, mesh=mesh
-    )
+    logs = log_level in ("progress", "debug")
+    started, compiled_before = time.perf_counter(), compiled_programs(plan.model) if logs else 0
     checks = log_level != "off"
+    run = _run_with_right_kernels(
+        plan, known, read=checks, device_params=device_params, points=points, mesh=mesh
+    )
     _check_and_remember(
         model, plan, known, run, key=key, checks=checks, device_params=device_params, points=points
     )
@@ -101,6 +110,7 @@ def solve_grid(
         values=run.values,
         policies=run.policies,
         kernels=tuple(c.name for c in run.choices),
+        value_periods=run.periods,
     )
     if checks:
         report_flags(
@@ -109,7 +119,7 @@ def solve_grid(
             describe=lambda period: _describe_nans(solution, period=period, points=points),
             on_invalid=on_invalid,
         )
-    if log_level in ("progress", "debug"):
+    if logs:
         _log_solve(
             model, plan, run=run, memory=memory, started=started, compiled_before=compiled_before
         )
@@ -122,7 +132,7 @@ def _check_and_remember(
     known: KnownFacts,
     run: _Run,
     *,
-    key: str,
+    key: bytes,
     checks: bool,
     device_params: Any,
     points: dict[str, jax.Array],
@@ -172,8 +182,9 @@ class _Run(NamedTuple):
 
     choices: tuple[KernelChoice, ...]
     values: jax.Array
+    periods: tuple[jax.Array, ...]
     policies: dict[str, jax.Array]
-    flags: np.ndarray
+    flags: np.ndarray | None  # None: the report was not read
     unit_slope: tuple[bool, ...] | None
     transitions_valid: bool
 
@@ -182,18 +193,25 @@ def _run_with_right_kernels(
     plan: SolvePlan,
     known: KnownFacts,
     *,
+    read: bool,
     device_params: Any,
     points: dict[str, jax.Array],
     mesh: Mesh | None,
 ) -> _Run:
-    """Run with the kernels the known (else the last seen) slopes imply; re-run if wrong."""
+    """Run with the kernels the known (else the last seen) slopes imply; re-run if wrong.
+
+    Unless ``read`` (the checks) or the slopes are to be learned, the report is not read and
+    the solve returns while its program runs: the known slopes are the run's (same params).
+    """
+    inputs = {"device_params": device_params, "points": points, "mesh": mesh}
     slopes = known.unit_slope if known.unit_slope is not None else slope_guess(plan.model)
-    run = _run(plan, slopes, device_params=device_params, points=points, mesh=mesh)
+    learn = known.unit_slope is None and needs_slope_probe(plan)
+    run = _run(plan, slopes, read=read or learn, **inputs)
     if run.unit_slope is not None and run.unit_slope != slopes:
         assumed = tuple(c.name for c in run.choices)
         corrected = choose_kernels(plan, unit_slope=run.unit_slope)
         if tuple(c.name for c in corrected) != assumed:
-            run = _run(plan, run.unit_slope, device_params=device_params, points=points, mesh=mesh)
+            run = _run(plan, run.unit_slope, read=True, **inputs)
     return run
 
 
@@ -201,6 +219,7 @@ def _run(
     plan: SolvePlan,
     slopes: tuple[bool, ...],
     *,
+    read: bool,
     device_params: Any,
     points: dict[str, jax.Array],
     mesh: Mesh | None,
@@ -208,7 +227,10 @@ def _run(
     """Run the program for the kernels that ``slopes`` implies; read its report (one sync)."""
     choices = choose_kernels(plan, unit_slope=slopes)
     program = solve_program(plan, kernels=tuple(c.name for c in choices), mesh=mesh)
-    values, policies, packed = program(device_params, points)
+    values, policies, packed, periods = program(device_params, points)
+    if not read:
+        unit_slope = slopes if needs_slope_probe(plan) else None
+        return _Run(choices, values, periods, policies, None, unit_slope, False)
     table = np.asarray(packed)
     facts = {
         column: table[:, len(FLAG_COLUMNS) + index].astype(bool)
@@ -217,6 +239,7 @@ def _run(
     return _Run(
         choices=choices,
         values=values,
+        periods=periods,
         policies=policies,
         flags=table[:, : len(FLAG_COLUMNS)],
         unit_slope=tuple(bool(s) for s in facts["unit_slope"]) if "unit_slope" in facts else None,
@@ -224,7 +247,7 @@ def _run(
     )
 
 
-def _on_devices(model: Model, flat_params: np.ndarray, *, key: str, mesh: Mesh | None) -> Any:
+def _on_devices(model: Model, flat_params: np.ndarray, *, key: bytes, mesh: Mesh | None) -> Any:
     """Return the packed params on the devices, reusing the copy of the model's last params."""
     cached = DEVICE_PARAMS.of(model)
     if cached is not None and cached[:2] == (key, mesh_key(mesh)):
