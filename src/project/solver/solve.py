@@ -43,7 +43,6 @@ from project.solver.checks import (
 )
 from project.solver.facts import (
     KnownFacts,
-    fact_columns,
     fingerprint,
     known_facts,
     needs_slope_probe,
@@ -99,18 +98,20 @@ def solve_grid(
     started, compiled_before = time.perf_counter(), compiled_programs(plan.model) if logs else 0
     checks = log_level != "off"
     run = _run_with_right_kernels(
-        plan, known, read=checks, device_params=device_params, points=points, mesh=mesh
+        plan, known, device_params=device_params, points=points, mesh=mesh
     )
-    _check_and_remember(
-        model, plan, known, run, key=key, checks=checks, device_params=device_params, points=points
-    )
-    solution = Solution(
+    solution = Solution(  # while the program runs
         model=model,
         params=host_params,
         values=run.values,
         policies=run.policies,
         kernels=tuple(c.name for c in run.choices),
         value_periods=run.periods,
+    )
+    if checks:
+        run = _with_report(plan, run)
+    _check_and_remember(
+        model, plan, known, run, key=key, checks=checks, device_params=device_params, points=points
     )
     if checks:
         report_flags(
@@ -178,12 +179,13 @@ def _log_solve(
 
 
 class _Run(NamedTuple):
-    """One run of a solve program and what its report says."""
+    """One run of a solve program and, once read, what its report says."""
 
     choices: tuple[KernelChoice, ...]
     values: jax.Array
     periods: tuple[jax.Array, ...]
     policies: dict[str, jax.Array]
+    report: jax.Array
     flags: np.ndarray | None  # None: the report was not read
     unit_slope: tuple[bool, ...] | None
     transitions_valid: bool
@@ -193,25 +195,26 @@ def _run_with_right_kernels(
     plan: SolvePlan,
     known: KnownFacts,
     *,
-    read: bool,
     device_params: Any,
     points: dict[str, jax.Array],
     mesh: Mesh | None,
 ) -> _Run:
     """Run with the kernels the known (else the last seen) slopes imply; re-run if wrong.
 
-    Unless ``read`` (the checks) or the slopes are to be learned, the report is not read and
-    the solve returns while its program runs: the known slopes are the run's (same params).
+    The report is read here only to learn the slopes of new params; the known slopes are
+    those of the run (the same params), so the solve goes on while its program runs.
     """
     inputs = {"device_params": device_params, "points": points, "mesh": mesh}
     slopes = known.unit_slope if known.unit_slope is not None else slope_guess(plan.model)
-    learn = known.unit_slope is None and needs_slope_probe(plan)
-    run = _run(plan, slopes, read=read or learn, **inputs)
-    if run.unit_slope is not None and run.unit_slope != slopes:
+    run = _run(plan, slopes, **inputs)
+    if known.unit_slope is not None or not needs_slope_probe(plan):
+        return run
+    run = _with_report(plan, run)
+    if run.unit_slope != slopes:
         assumed = tuple(c.name for c in run.choices)
         corrected = choose_kernels(plan, unit_slope=run.unit_slope)
         if tuple(c.name for c in corrected) != assumed:
-            run = _run(plan, run.unit_slope, read=True, **inputs)
+            run = _with_report(plan, _run(plan, run.unit_slope, **inputs))
     return run
 
 
@@ -219,31 +222,33 @@ def _run(
     plan: SolvePlan,
     slopes: tuple[bool, ...],
     *,
-    read: bool,
     device_params: Any,
     points: dict[str, jax.Array],
     mesh: Mesh | None,
 ) -> _Run:
-    """Run the program for the kernels that ``slopes`` implies; read its report (one sync)."""
+    """Start the program for the kernels that ``slopes`` implies (its report unread)."""
     choices = choose_kernels(plan, unit_slope=slopes)
     program = solve_program(plan, kernels=tuple(c.name for c in choices), mesh=mesh)
-    values, policies, packed, periods = program(device_params, points)
-    if not read:
-        unit_slope = slopes if needs_slope_probe(plan) else None
-        return _Run(choices, values, periods, policies, None, unit_slope, False)
-    table = np.asarray(packed)
-    facts = {
-        column: table[:, len(FLAG_COLUMNS) + index].astype(bool)
-        for index, column in enumerate(fact_columns(plan))
-    }
-    return _Run(
-        choices=choices,
-        values=values,
-        periods=periods,
-        policies=policies,
-        flags=table[:, : len(FLAG_COLUMNS)],
-        unit_slope=tuple(bool(s) for s in facts["unit_slope"]) if "unit_slope" in facts else None,
-        transitions_valid=all(v.all() for c, v in facts.items() if c.startswith("valid:")),
+    values, policies, report, periods = program(device_params, points)
+    unit_slope = slopes if needs_slope_probe(plan) else None
+    return _Run(choices, values, periods, policies, report, None, unit_slope, False)
+
+
+def _with_report(plan: SolvePlan, run: _Run) -> _Run:
+    """Return ``run`` with its report read (one sync): flags, slopes, valid transitions.
+
+    The report's columns: ``FLAG_COLUMNS``, then ``fact_columns(plan)`` (the slope first when
+    probed, then one ``valid:<state>`` column per stochastic transition).
+    """
+    if run.flags is not None:
+        return run
+    table = np.asarray(run.report)
+    first = len(FLAG_COLUMNS)
+    probed = needs_slope_probe(plan)
+    return run._replace(
+        flags=table[:, :first],
+        unit_slope=tuple(table[:, first].astype(bool).tolist()) if probed else None,
+        transitions_valid=bool(table[:, first + probed :].all()),
     )
 
 
