@@ -164,6 +164,10 @@ def test_the_solution_part_is_exact_and_sharding_divides_it():
     states = math.prod(g.n_points for g in model.states.values())
     # V stacked and each period apart (8 + 8 bytes), two int32 policies; the report
     assert whole["solution"] == 6 * states * (8 + 8 + 4 * 2) + 6 * 8 * 4
+    once = dict(
+        predict_solve_memory(plan, kernels=["row"], float_bytes=8, period_outputs=False).parts
+    )
+    assert once["solution"] == 6 * states * (8 + 4 * 2) + 6 * 8 * 4  # V not apart (large V)
     assert sharded["solution"] - 6 * 8 * 4 == (whole["solution"] - 6 * 8 * 4) // 4
     assert sharded["row kernel"] < whole["row kernel"]
 

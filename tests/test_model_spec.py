@@ -384,6 +384,19 @@ def test_probabilities_not_summing_to_one_in_some_periods():
         project.solve(model=model, params={"beta": 0.9})
 
 
+def test_a_quiet_solve_leaves_invalid_probabilities_for_the_next_checked_solve():
+    """'off' checks nothing, and remembers nothing that would let a later solve skip a check."""
+
+    def transition(age):
+        return jnp.where(age >= 51, jnp.array([0.7, 0.7]), jnp.array([0.3, 0.7]))
+
+    model = _shock_model(transition, n_periods=None, ages=[50, 51, 52, 53])
+    project.solve(model=model, params={"beta": 0.9}, log_level="off")
+    project.solve(model=model, params={"beta": 0.9}, log_level="off")
+    with pytest.raises(InvalidTransitionError, match=r"'shock' in period 1 \(age 51\)"):
+        project.solve(model=model, params={"beta": 0.9})
+
+
 def test_bad_probabilities_at_one_state_point_only():
     def transition(shock, period):
         bad = (period == 1) & (shock == 1)

@@ -306,29 +306,32 @@ def test_value_function_is_every_period_of_values_from_one_program():
     from project.solver.solution import split_periods
 
     model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=4)
-    solution = solve(
-        model=model,
-        params={"beta": 0.95, "r": 0.0, "income_rho": 0.9, "income_sigma": 0.2},
-        log_level="off",
+    solved = solve(model=model, params=precautionary.DEFAULT_PARAMS, log_level="off")
+    solution = Solution(  # without the solve's own per-period V: taken apart when read
+        model=model, params=solved.params, values=solved.values, policies=solved.policies
     )
     before = split_periods._cache_size()
     periods = solution.value_function
     assert len(periods) == 4
     for t, value in enumerate(periods):
         np.testing.assert_array_equal(np.asarray(value), np.asarray(solution.values[t]))
-    assert split_periods._cache_size() <= before + 1  # one program for all periods
+    assert split_periods._cache_size() == before + 1  # one program for all periods
 
 
-def test_each_periods_value_comes_from_the_solve_program_and_equals_the_stacked_one():
+@pytest.mark.parametrize("limit", [2**24, 0], ids=["small-v-output-apart", "large-v-on-read"])
+def test_value_function_is_the_solve_programs_output_where_v_is_small(monkeypatch, limit):
+    from project.solver import memory, solution
+
+    monkeypatch.setattr(memory, "PERIOD_OUTPUT_BYTES", limit)
+    split = solution.split_periods
+    splits = []
+    monkeypatch.setattr(solution, "split_periods", lambda v: splits.append(1) or split(v))
     model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=4)
-    solution = solve(model=model, params=precautionary.DEFAULT_PARAMS)
-    assert solution.value_function is solution.value_periods
-    rebuilt = Solution(model=model, params=solution.params, values=solution.values, policies={})
-    assert rebuilt.value_periods is None  # taken apart when read
-    for periods in (solution.value_function, rebuilt.value_function):
-        assert len(periods) == 4
-        for t, value in enumerate(periods):
-            np.testing.assert_array_equal(np.asarray(value), np.asarray(solution.values[t]))
+    solved = solve(model=model, params=precautionary.DEFAULT_PARAMS)
+    assert len(solved.value_function) == 4
+    assert splits == ([] if limit else [1])
+    for t, value in enumerate(solved.value_function):
+        np.testing.assert_array_equal(np.asarray(value), np.asarray(solved.values[t]))
 
 
 @pytest.mark.parametrize("r", [0.0, 0.03], ids=["shift-kernel", "row-kernel"])
@@ -349,14 +352,25 @@ def test_quiet_solves_equal_the_checked_solve_whether_or_not_the_params_are_know
             np.testing.assert_array_equal(np.asarray(quiet.policies[action]), np.asarray(indices))
 
 
-def test_params_are_checked_until_a_solve_of_them_succeeded():
+def test_params_values_are_checked_until_a_solve_of_them_ran(monkeypatch):
     """Known params skip the check of their values; bad ones never become known."""
+    from project.solver import solve as grid_solve
+
+    check = grid_solve.check_param_values
+    checked = []
+    monkeypatch.setattr(
+        grid_solve, "check_param_values", lambda **k: checked.append(1) or check(**k)
+    )
     model = precautionary.build_model(n_wealth=12, n_consumption=9, n_periods=3)
     good = precautionary.DEFAULT_PARAMS
-    solve(model=model, params=good)
+    for level in ("warning", "off", "warning"):
+        solve(model=model, params=good, log_level=level)
+    assert checked == [1]  # the first solve only
     for level in ("warning", "off", "warning"):
         with pytest.raises(ProjectError, match=r"\['beta'\] are not finite"):
             solve(model=model, params=good | {"beta": float("nan")}, log_level=level)
         with pytest.raises(ProjectError, match=r"discount factor 'beta' must be > 0"):
             solve(model=model, params=good | {"beta": -0.5}, log_level=level)
-    assert np.isfinite(np.asarray(solve(model=model, params=good).values)).all()
+    assert len(checked) == 7
+    solve(model=model, params=good | {"beta": 0.9}, log_level="off")
+    assert len(checked) == 8  # new params: checked

@@ -48,8 +48,8 @@ CHECKED = Fact(
     "params whose values and borrowing limit were checked", build=lambda _model: OrderedDict()
 )
 SAVINGS = table("post-decision grid by dtype")
-# The report's columns that may fail a solve (``check_report``); all clear is the usual case.
-FLAGGED = [REPORT_COLUMNS.index(c) for c in (*FAILURE_COLUMNS, "non_monotone")]
+# The report's columns ``check_report`` acts on (all but ``runs``); all clear is the usual case.
+CHECKED_COLUMNS = tuple(REPORT_COLUMNS.index(c) for c in (*FAILURE_COLUMNS, "non_monotone"))
 
 TRIAL_CONSUMPTION = (1e-3, 1e-1, 1.0, 1e2)
 
@@ -260,7 +260,7 @@ def check_report(
     raises ``InvalidValueFunctionError`` naming the last such period and where V is NaN on the
     state grid, or with ``on_invalid="warn"`` logs it.
     """
-    if not report[:, FLAGGED].any():
+    if not report[:, list(CHECKED_COLUMNS)].any():
         return
     model = solution.model
     method = solution.method.upper()

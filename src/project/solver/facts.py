@@ -47,7 +47,7 @@ LAST_SLOPES: Fact[tuple[bool, ...]] = Fact(
 
 
 def fingerprint(flat_params: np.ndarray) -> bytes:
-    """Return a key of packed params: their dtype and bytes (a few dozen bytes, not hashed)."""
+    """Return a key of packed params: their dtype and raw bytes (not hashed: they are few)."""
     return flat_params.dtype.str.encode() + np.ascontiguousarray(flat_params).tobytes()
 
 

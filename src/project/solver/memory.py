@@ -105,6 +105,19 @@ class _Sizes:
         return math.prod(sizes.get(n, self.axes[n]) for n in names)
 
 
+PERIOD_OUTPUT_BYTES = 2**24
+"""Up to this size of V (all periods), the grid program also outputs each period's V apart: a
+small solve's ``value_function`` then runs no second program (about 60 us of a 0.5 ms solve);
+a larger V is not held twice, and is taken apart when first read."""
+
+
+def outputs_periods(model: Model, *, float_bytes: int | None = None) -> bool:
+    """Return whether the grid program outputs V of each period apart (``PERIOD_OUTPUT_BYTES``)."""
+    f = float_bytes or np.dtype(float_dtype()).itemsize
+    states = math.prod(g.n_points for g in model.states.values())
+    return model.n_periods * states * f <= PERIOD_OUTPUT_BYTES
+
+
 def predict_solve_memory(
     plan: SolvePlan,
     *,
@@ -113,19 +126,22 @@ def predict_solve_memory(
     block: int = 1,
     shards: Mapping[str, int] | None = None,
     float_bytes: int | None = None,
-    period_outputs: bool = True,
+    period_outputs: bool | None = None,
 ) -> MemoryEstimate:
     """Return the predicted peak memory per device of a solve running ``kernels``.
 
     ``batch_sizes`` overrides the state grids' splay (0: unsplayed); ``block`` is the number of
     loop-action points a search step evaluates (``program.action_block``); ``shards`` maps each
     sharded permanent state to the number of devices along it. ``period_outputs``: the program
-    also outputs V of each period apart (the grid-search program does; the regime program not).
+    also outputs V of each period apart (``None``: as the grid program decides,
+    ``outputs_periods``; the regime program does not).
     """
     model = plan.model
     batches = {s: g.batch_size for s, g in model.states.items()} | dict(batch_sizes or {})
     sizes = _sizes(model, batches=batches, shards=shards or {}, float_bytes=float_bytes)
     f = sizes.float_bytes
+    if period_outputs is None:
+        period_outputs = outputs_periods(model, float_bytes=f)
     states = sizes.product(model.state_names)
     copies_of_v = 2 if period_outputs else 1  # stacked, and each period apart
     solution = model.n_periods * states * (copies_of_v * f + INT32 * len(model.actions))
@@ -177,7 +193,7 @@ def _period_bytes(plan: SolvePlan, sizes: _Sizes, *, kernel: str, block: int, ca
     swept = [*plan.swept_states]
     chunk = sizes.product(swept, chunked=True) * others
     # Next period's V (the scan's carry) and the search's result: maximum and index.
-    held = states * f * carry + sizes.product(swept) * others * (f + INT32)
+    held = states * f * int(carry) + sizes.product(swept) * others * (f + INT32)
     search = _prepared_bytes(plan, sizes) + _bytes(counts.search, chunk, f=f)
     n_loop = sizes.axes[plan.loop_action] if plan.loop_action else 1
     if block > 1:

@@ -7,8 +7,10 @@ instead was never faster and compiled 1.6-1.9x slower at T = 5 and 13x slower at
 (docs/tuning.md). The program takes the
 packed params and the grid points, and returns V and the policy of every period stacked along a
 leading period axis, plus the small int32 *report*: per period the NaN/Inf flags
-(``checks.py``) and the params facts (``facts.py``), read back in one transfer. Nothing runs on
-the host between periods. With a mesh, V and the policy are sharded along the permanent states.
+(``checks.py``) and the params facts (``facts.py``), read back in one transfer; and where V is
+small (``memory.outputs_periods``) V of each period apart, so that reading ``value_function``
+runs no second program. Nothing runs on the host between periods. With a mesh, V and the policy
+are sharded along the permanent states.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from project.points import float_dtype
 from project.solver.checks import value_flags
 from project.solver.facts import program_facts
 from project.solver.kernels import build_kernel
+from project.solver.memory import outputs_periods
 from project.solver.plan import SolvePlan
 
 # On CPU one loop-action point per step vectorises best; accelerators take large blocks.
@@ -37,7 +40,7 @@ CPU_ACTION_BLOCK = 1
 # On accelerators, at most this many Q points (states x other actions x block) per step.
 ACCELERATOR_BLOCK_POINTS = 2**26
 
-# (V stacked, the policies stacked, the report, V of each period)
+# (V stacked, the policies stacked, the report, V of each period or () where V is large)
 Program = Callable[..., tuple[jax.Array, dict[str, jax.Array], jax.Array, tuple[jax.Array, ...]]]
 # The report's first columns (checks.value_flags); facts.fact_columns follow.
 FLAG_COLUMNS = ("nan", "posinf", "neginf", "unlocated")
@@ -78,6 +81,7 @@ def _build(
         for name in set(kernels)
     }
     ages = np.asarray(model.ages, dtype=float_dtype())
+    apart = outputs_periods(model)
 
     def step(name: str, next_value: Any, params: Any, grid_points: Any, period: Any, age: Any):  # noqa: ANN202
         return built[name](next_value, params, grid_points, period, age)
@@ -114,9 +118,7 @@ def _build(
             stacked_sharding = NamedSharding(mesh, PartitionSpec(None, *value_spec(model)))
             values = jax.lax.with_sharding_constraint(values, stacked_sharding)
             policies = jax.lax.with_sharding_constraint(policies, stacked_sharding)
-        # V of each period as its own output too: ``value_function`` then needs no second
-        # program after this one (60 us of a 0.5 ms solve at IJRS 100 x 500).
-        periods = tuple(values[t] for t in range(model.n_periods))
+        periods = tuple(values[t] for t in range(model.n_periods)) if apart else ()
         if sharding is not None:
             periods = tuple(jax.lax.with_sharding_constraint(v, sharding) for v in periods)
         return values, policies, report, periods

@@ -38,9 +38,7 @@ class Solution:
 
     ``continuation(period)``, where given, returns the array the period's Q reads as next
     period's V (a regime's mix of every regime's V, ``project.regimes``); by default that is
-    ``values[period + 1]`` (zeros after the last period). ``value_periods``, where given, are
-    ``values[0], values[1], ...`` as separate arrays (outputs of the solve program), returned by
-    ``value_function`` instead of slicing ``values`` again.
+    ``values[period + 1]`` (zeros after the last period).
     """
 
     method = "grid"
@@ -51,7 +49,6 @@ class Solution:
     policies: Mapping[str, jax.Array]
     kernels: tuple[str, ...] = field(default=())
     continuation: Callable[[int], jax.Array] | None = field(default=None, repr=False)
-    value_periods: tuple[jax.Array, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def regimes(self) -> Mapping[str, Any]:
@@ -88,8 +85,6 @@ class Solution:
     @cached_property
     def value_function(self) -> tuple[jax.Array, ...]:
         """Return V of every period (slices of ``values``, taken in one dispatch)."""
-        if self.value_periods is not None:
-            return self.value_periods
         return split_periods(self.values)
 
     @cached_property
@@ -225,6 +220,16 @@ def _require_discrete_choice(model: Model) -> None:
             f"give probabilities of. Its actions are {list(model.action_names)}; use policy()."
         )
         raise ModelSpecificationError(msg)
+
+
+def with_value_function(solution: Solution, periods: tuple[jax.Array, ...]) -> Solution:
+    """Return ``solution`` with ``value_function`` set to ``periods`` (its solve's outputs).
+
+    ``periods`` must be ``values[0], values[1], ...``: the solve program's own per-period V,
+    so that the first read of ``value_function`` runs no program.
+    """
+    solution.__dict__["value_function"] = periods  # the cached property's own slot
+    return solution
 
 
 @jit

@@ -8,8 +8,10 @@ bottom is the whole path of a solve:
 3. ``choose_kernels``: the kernel of every period, with the reason; where that depends on the
    params (the shift kernel's slope) and these params are new, the last pattern seen is assumed;
 4. ``solve_program``: the backward induction as one jitted program, built once per choice;
-5. one run, then one read of the small report: NaN/Inf flags, slope and transition facts. A
-   wrong slope assumption re-runs with the right kernels (and is remembered); the checks follow.
+5. one run; the solution is built while it runs, then one read of the small report (NaN/Inf
+   flags, slope and transition facts) where the checks or new params' slopes need it. A wrong
+   slope assumption re-runs with the right kernels (and is remembered); the checks follow. A
+   quiet (``"off"``) solve of known params reads no report: it returns while its program runs.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from project.solver.checks import (
 )
 from project.solver.facts import (
     KnownFacts,
+    fact_columns,
     fingerprint,
     known_facts,
     needs_slope_probe,
@@ -55,12 +58,12 @@ from project.solver.plan import SolvePlan, general_plan, plan_for
 from project.solver.program import FLAG_COLUMNS, compiled_programs, solve_program
 from project.solver.q import build_q_kernel
 from project.solver.selection import KernelChoice, choose_kernels, log_kernels
-from project.solver.solution import Solution
+from project.solver.solution import Solution, with_value_function
 from project.solver.transitions import raise_for_invalid_transitions
 
 logger = logging.getLogger("project.solver")
 
-DEVICE_PARAMS: Fact[tuple[str, Any, Any] | None] = Fact(
+DEVICE_PARAMS: Fact[tuple[bytes, Any, Any] | None] = Fact(
     "the last params on the devices", build=lambda _model: None
 )
 
@@ -77,13 +80,7 @@ def solve_grid(
 ) -> Solution:
     """Solve ``model`` by grid search; the arguments as in ``project.solve`` (checked there)."""
     plan = plan_for(model) if exploit_structure else general_plan(model)
-    host_params = params_on_host(model=model, params=params, check_values=False)
-    flat_params = pack_params(host_params)
-    key = fingerprint(flat_params)
-    known = known_facts(model, key=key)
-    if known is None:  # known params passed the check before they ran
-        check_param_values(model_name=model.name, params=host_params)
-        known = KnownFacts(unit_slope=None, transitions_valid=False)
+    host_params, flat_params, key, known = _checked_params(model, params=params)
     check_function_outputs(model, params=host_params, codes=log_level != "off")
     mesh = state_mesh(model, devices=devices)
     points = grid_points_of(model, mesh=mesh)
@@ -106,8 +103,9 @@ def solve_grid(
         values=run.values,
         policies=run.policies,
         kernels=tuple(c.name for c in run.choices),
-        value_periods=run.periods,
     )
+    if run.periods:
+        with_value_function(solution, run.periods)
     if checks:
         run = _with_report(plan, run)
     _check_and_remember(
@@ -125,6 +123,24 @@ def solve_grid(
             model, plan, run=run, memory=memory, started=started, compiled_before=compiled_before
         )
     return solution
+
+
+def _checked_params(
+    model: Model, *, params: Mapping[str, Any]
+) -> tuple[dict[str, np.ndarray], np.ndarray, bytes, KnownFacts]:
+    """Return params on the host, packed, their key and what earlier solves of them showed.
+
+    Names and shapes are checked at every call; the values only for params no solve of the
+    model ran before (a solve runs only after the check passed).
+    """
+    host_params = params_on_host(model=model, params=params, check_values=False)
+    flat_params = pack_params(host_params)
+    key = fingerprint(flat_params)
+    known = known_facts(model, key=key)
+    if known is None:
+        check_param_values(model_name=model.name, params=host_params)
+        known = KnownFacts(unit_slope=None, transitions_valid=False)
+    return host_params, flat_params, key, known
 
 
 def _check_and_remember(
@@ -186,7 +202,7 @@ class _Run(NamedTuple):
     periods: tuple[jax.Array, ...]
     policies: dict[str, jax.Array]
     report: jax.Array
-    flags: np.ndarray | None  # None: the report was not read
+    flags: np.ndarray | None  # None until ``_with_report`` read the report
     unit_slope: tuple[bool, ...] | None
     transitions_valid: bool
 
@@ -230,25 +246,33 @@ def _run(
     choices = choose_kernels(plan, unit_slope=slopes)
     program = solve_program(plan, kernels=tuple(c.name for c in choices), mesh=mesh)
     values, policies, report, periods = program(device_params, points)
-    unit_slope = slopes if needs_slope_probe(plan) else None
-    return _Run(choices, values, periods, policies, report, None, unit_slope, False)
+    return _Run(
+        choices=choices,
+        values=values,
+        periods=periods,
+        policies=policies,
+        report=report,
+        flags=None,
+        unit_slope=slopes if needs_slope_probe(plan) else None,
+        transitions_valid=False,
+    )
 
 
 def _with_report(plan: SolvePlan, run: _Run) -> _Run:
     """Return ``run`` with its report read (one sync): flags, slopes, valid transitions.
 
-    The report's columns: ``FLAG_COLUMNS``, then ``fact_columns(plan)`` (the slope first when
-    probed, then one ``valid:<state>`` column per stochastic transition).
+    The report's columns: ``FLAG_COLUMNS``, then ``fact_columns(plan)``.
     """
     if run.flags is not None:
         return run
     table = np.asarray(run.report)
-    first = len(FLAG_COLUMNS)
-    probed = needs_slope_probe(plan)
+    facts = {c: len(FLAG_COLUMNS) + i for i, c in enumerate(fact_columns(plan))}
+    valid = [i for c, i in facts.items() if c.startswith("valid:")]
+    slope = facts.get("unit_slope")
     return run._replace(
-        flags=table[:, :first],
-        unit_slope=tuple(table[:, first].astype(bool).tolist()) if probed else None,
-        transitions_valid=bool(table[:, first + probed :].all()),
+        flags=table[:, : len(FLAG_COLUMNS)],
+        unit_slope=None if slope is None else tuple(table[:, slope].astype(bool).tolist()),
+        transitions_valid=bool(table[:, valid].all()),
     )
 
 
