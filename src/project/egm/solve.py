@@ -71,15 +71,15 @@ def solve_egm(
     check_log_level(log_level)
     check_on_invalid(on_invalid)
     structure = egm_structure(model)
+    checks = log_level != "off"
     host_params = params_on_host(model=model, params=params, check_values=False)
     flat = pack_params(host_params)
     key = fingerprint(flat)
     checked = CHECKED.of(model)
     if key not in checked:  # checked params passed this check before they ran
         check_param_values(model_name=model.name, params=host_params)
-    check_function_outputs(model, params=host_params, codes=log_level != "off")
+    check_function_outputs(model, params=host_params, codes=checks)
     savings = _savings(model)
-    checks = log_level != "off"
     if checks and key not in checked:
         check_borrowing_limit(model, params=host_params, savings=np.asarray(savings))
         checked[key] = None

@@ -37,11 +37,7 @@ def params_on_host(
     dtype = float_dtype()
     converted: dict[str, np.ndarray] = {}
     wrong = []
-    exact = dtype == np.float64  # a Python float is a float64: nothing to check but finiteness
     for key, shape in template.items():
-        if exact and type(params[key]) is float and shape == ():
-            converted[key] = np.array(params[key])
-            continue
         try:
             value = np.asarray(params[key])
         except (TypeError, ValueError) as error:

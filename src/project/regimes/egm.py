@@ -161,7 +161,7 @@ def _program(
     }
     return compiled_within(
         PROGRAMS.of(model),
-        (window, str(dtype)),
+        (window, dtype),
         lower=lambda: jit(
             _build(model, window=window), compiler_options=quick_compile_options()
         ).lower(flat, savings),

@@ -80,8 +80,9 @@ def solve_grid(
 ) -> Solution:
     """Solve ``model`` by grid search; the arguments as in ``project.solve`` (checked there)."""
     plan = plan_for(model) if exploit_structure else general_plan(model)
+    checks = log_level != "off"
     host_params, flat_params, key, known = _checked_params(model, params=params)
-    check_function_outputs(model, params=host_params, codes=log_level != "off")
+    check_function_outputs(model, params=host_params, codes=checks)
     mesh = state_mesh(model, devices=devices)
     points = grid_points_of(model, mesh=mesh)
     device_params = _on_devices(model, flat_params, key=key, mesh=mesh)
@@ -93,7 +94,6 @@ def solve_grid(
     plan = memory.plan  # the model's batch sizes, or smaller ones that fit memory_limit
     logs = log_level in ("progress", "debug")
     started, compiled_before = time.perf_counter(), compiled_programs(plan.model) if logs else 0
-    checks = log_level != "off"
     run = _run_with_right_kernels(
         plan, known, device_params=device_params, points=points, mesh=mesh
     )
