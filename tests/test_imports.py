@@ -62,6 +62,31 @@ def test_a_module_started_by_name_is_run_by_its_starter():
     assert import_closure(["project.no_such_module"]) == set()
 
 
+def test_the_closure_follows_every_edit_of_the_modules(tmp_path, monkeypatch):
+    """Each module is parsed once per state of the tree, never read stale after an edit.
+
+    The edit keeps the file's size and comes at once (within a file system's time stamp
+    granularity): only the files' bytes tell the two states apart.
+    """
+    from project import imports
+
+    package = tmp_path / "project"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    for name in ("b", "c", "d"):
+        (package / f"{name}.py").write_text("")
+    monkeypatch.setattr(imports, "SOURCE_ROOT", tmp_path)
+    first = package / "a.py"
+    first.write_text("import project.b\n")
+    assert import_closure(["project.a"]) == {"project", "project.a", "project.b"}
+    first.write_text("import project.c\n")
+    assert import_closure(["project.a"]) == {"project", "project.a", "project.c"}
+    (package / "c.py").write_text("from project import d\n")
+    assert import_closure(["project.a"]) == {"project", "project.a", "project.c", "project.d"}
+    (package / "d.py").unlink()
+    assert import_closure(["project.a"]) == {"project", "project.a", "project.c"}
+
+
 LOADED = textwrap.dedent("""
     import json, sys
     import project.pipeline
