@@ -40,6 +40,8 @@ from project.estimation.replication import (
     PUBLISHED_BOOTSTRAP,
     PUBLISHED_CRITERION,
     ReplicationMoments,
+    _published_criterion_searches,
+    _published_estimator,
     absolute_deviations,
     other_draws_name,
 )
@@ -137,6 +139,33 @@ def test_simulated_medians_rise_with_patience_and_with_age(moments, x64):
 def test_the_same_params_give_the_same_medians(moments, x64):
     point = {"beta": 0.98, "crra": 3.0}
     np.testing.assert_array_equal(moments(point), moments(point))
+
+
+def test_searches_on_other_draws_run_side_by_side_as_each_runs_alone(moments, households, x64):
+    """The published criterion's searches on other draws, run in threads, are the same as alone."""
+    start = {"beta": 0.99, "crra": 4.0}
+    bounds = {"beta": (0.5, 1.2), "crra": (1.1, 15.0)}
+    options = {"stopping_maxfun": 6}
+    settings = {"nelder_mead_options": options, "published_criterion_draws": 3, "n_savings": 80}
+    together = _published_criterion_searches(
+        simulator=moments, households=households, start=start, bounds=bounds, settings=settings
+    )
+    assert list(together) == [PUBLISHED_CRITERION, other_draws_name(2), other_draws_name(3)]
+    for draw in (2, 3):
+        alone = _published_estimator(
+            simulator=ReplicationMoments(
+                profiles=moments.profiles,
+                n_subjects=400,
+                seed=moments.seed + 100 * (draw - 1),
+                n_savings=80,
+            ),
+            households=households,
+            start=together[PUBLISHED_CRITERION]["params"],
+            bounds=bounds,
+            options=options,
+        )
+        assert together[other_draws_name(draw)] == alone
+    assert together[other_draws_name(2)]["moments"] != together[other_draws_name(3)]["moments"]
 
 
 def saved() -> SavedEstimation:
