@@ -67,21 +67,21 @@ class _Row(NamedTuple):
 def _count_at_most(nodes: _Row, x: jnp.ndarray, *, unroll: bool = False) -> jnp.ndarray:
     """Return how many nodes are at most ``x`` (``searchsorted(..., side="right")``).
 
-    A binary search of ceil(log2(n + 1)) steps that reads one node per step; a NaN node counts
-    as larger than every ``x``, as in ``jnp.searchsorted``. ``unroll`` writes the steps out
-    (no loop copying every point's bounds at each step; a longer compile).
+    A binary search of ceil(log2(n + 1)) steps that reads one node per step, carrying the
+    count alone: each step adds the next smaller power of two where the node it would pass is
+    at most ``x``. A NaN node counts as larger than every ``x``, as in ``jnp.searchsorted``.
+    ``unroll`` writes the steps out (a longer compile).
     """
     n = nodes.table.shape[-1]
+    steps = max(1, n).bit_length()
 
-    def halve(_: int, bounds: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, jnp.ndarray]:
-        low, high = bounds
-        active = low < high
-        middle = (low + high) // 2
-        right = nodes[jnp.minimum(middle, n - 1)] <= x
-        return jnp.where(active & right, middle + 1, low), jnp.where(active & ~right, middle, high)
+    def raise_count(i: jnp.ndarray, count: jnp.ndarray) -> jnp.ndarray:
+        candidate = count + jnp.left_shift(jnp.int32(1), steps - 1 - i)
+        passed = (candidate <= n) & (nodes[jnp.minimum(candidate, n) - 1] <= x)
+        return jnp.where(passed, candidate, count)
 
-    start = (jnp.zeros(jnp.shape(x), jnp.int32), jnp.full(jnp.shape(x), n, jnp.int32))
-    return jax.lax.fori_loop(0, max(1, n).bit_length(), halve, start, unroll=unroll)[0]
+    start = jnp.zeros(jnp.shape(x), jnp.int32)
+    return jax.lax.fori_loop(0, steps, raise_count, start, unroll=unroll)
 
 
 def _between(x: jnp.ndarray, nodes: _Row, values: _Row, upper: jnp.ndarray) -> jnp.ndarray:
