@@ -132,17 +132,23 @@ def _interpolate_in_runs(
     hi: jnp.ndarray,
     query: jnp.ndarray,
 ) -> jnp.ndarray:
-    """Return ``value`` interpolated at ``query`` within increasing runs ``[lo, hi]``."""
+    """Return ``value`` interpolated at ``query`` within increasing runs ``[lo, hi]``.
+
+    The segment is found by a search that carries one index: from ``lo``, each step moves up
+    by the next smaller power of two where the point it lands on is at most ``query``. Where
+    ``wealth[lo] <= query`` (the only queries the envelope reads) that is the bisection of
+    ``[lo, max(hi, lo + 1)]``'s segment, to the index.
+    """
     steps = max(1, math.ceil(math.log2(wealth.shape[0])))
+    end = jnp.maximum(hi, lo + 1)
 
-    def halve(_: int, bounds: tuple[jnp.ndarray, jnp.ndarray]) -> tuple[jnp.ndarray, ...]:
-        left, right = bounds
-        middle = (left + right) // 2
-        below = wealth[middle] <= query
-        return jnp.where(below, middle, left), jnp.where(below, right, middle)
+    def raise_left(i: jnp.ndarray, left: jnp.ndarray) -> jnp.ndarray:
+        candidate = left + jnp.left_shift(jnp.ones_like(left), steps - 1 - i)
+        passed = (candidate < end) & (wealth[jnp.minimum(candidate, wealth.shape[0] - 1)] <= query)
+        return jnp.where(passed, candidate, left)
 
-    left, right = jax.lax.fori_loop(0, steps, halve, (lo, jnp.maximum(hi, lo + 1)))
-    right = jnp.minimum(right, hi)
+    left = jax.lax.fori_loop(0, steps, raise_left, lo)
+    right = jnp.minimum(left + 1, hi)
     left = jnp.minimum(left, jnp.maximum(right - 1, lo))
     x0, x1 = wealth[left], wealth[right]
     width = x1 - x0
