@@ -65,8 +65,8 @@ def test_a_module_started_by_name_is_run_by_its_starter():
 def test_the_closure_follows_every_edit_of_the_modules(tmp_path, monkeypatch):
     """Each module is parsed once per state of the tree, never read stale after an edit.
 
-    The edit keeps the file's size and comes at once (within a file system's time stamp
-    granularity): only the files' bytes tell the two states apart.
+    The edit keeps the file's size and its modification time: only the files' bytes tell the
+    two states apart. An editor's lock file (a dangling link named like a module) is no module.
     """
     from project import imports
 
@@ -75,16 +75,23 @@ def test_the_closure_follows_every_edit_of_the_modules(tmp_path, monkeypatch):
     (package / "__init__.py").write_text("")
     for name in ("b", "c", "d"):
         (package / f"{name}.py").write_text("")
+    (package / ".#b.py").symlink_to(tmp_path / "nowhere")
     monkeypatch.setattr(imports, "SOURCE_ROOT", tmp_path)
     first = package / "a.py"
     first.write_text("import project.b\n")
+    stamp = first.stat().st_mtime_ns
     assert import_closure(["project.a"]) == {"project", "project.a", "project.b"}
+    parsed = imports._imports_of.cache_info().misses
+    assert import_closure(["project.a"]) == {"project", "project.a", "project.b"}
+    assert imports._imports_of.cache_info().misses == parsed  # the same state: nothing parsed
     first.write_text("import project.c\n")
+    os.utime(first, ns=(stamp, stamp))
     assert import_closure(["project.a"]) == {"project", "project.a", "project.c"}
-    (package / "c.py").write_text("from project import d\n")
+    (package / "c.py").write_text('from project import d\nNAME = f"project.b.{1}"\n')
     assert import_closure(["project.a"]) == {"project", "project.a", "project.c", "project.d"}
     (package / "d.py").unlink()
     assert import_closure(["project.a"]) == {"project", "project.a", "project.c"}
+    assert module_file("project.b.") is None
 
 
 LOADED = textwrap.dedent("""

@@ -34,11 +34,19 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "project"
+READS = 3
+"""How often a closure is read again when a module changed while it was read."""
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
 
 
 def module_file(name: str) -> Path | None:
-    """Return the file of module ``name`` (a package's ``__init__.py``), or None."""
+    """Return the file of module ``name`` (a package's ``__init__.py``), or None.
+
+    None as well for a name that is no dotted identifier (``"project.models."``, a prefix of
+    module names in an f-string), which the path would otherwise resolve.
+    """
+    if not all(part.isidentifier() for part in name.split(".")):
+        return None
     base = SOURCE_ROOT.joinpath(*name.split("."))
     for candidate in (base.with_suffix(".py"), base / "__init__.py"):
         if candidate.is_file():
@@ -66,16 +74,22 @@ def modules_run_by(func: Callable[..., Any]) -> list[Path]:
 
 def import_closure(modules: Iterable[str]) -> set[str]:
     """Return ``modules`` (``project`` modules by name) and every module they import, closed."""
-    state = _source_state()
-    pending = [m for m in modules if module_file(m) is not None]
-    seen: set[str] = set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        pending.extend(m for m in _imports_of(name, state=state) if m not in seen)
-    return seen
+    modules = list(modules)
+    for _ in range(READS):
+        state = _source_state()
+        pending = [m for m in modules if module_file(m) is not None]
+        seen: set[str] = set()
+        while pending:
+            name = pending.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            pending.extend(m for m in _imports_of(name, state=state) if m not in seen)
+        if _source_state() == state:
+            return seen
+        # A module changed while the closure read it: what was read may be of either state.
+        _imports_of.cache_clear()
+    return seen  # the tree keeps changing: the last reading, as an uncached read would give
 
 
 @functools.cache
@@ -99,14 +113,23 @@ def _source_state() -> str:
     to the same size, must still make a new state.
     """
     digest = hashlib.sha256()
-    for directory, folders, files in os.walk(SOURCE_ROOT / PACKAGE):
+    paths = [SOURCE_ROOT / f"{PACKAGE}.py"]
+    for directory, folders, files in os.walk(SOURCE_ROOT / PACKAGE, followlinks=True):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
-        for file in sorted(f for f in files if f.endswith(".py")):
-            path = Path(directory, file)
-            content = path.read_bytes()
-            digest.update(f"{path}\0{len(content)}\0".encode())
-            digest.update(content)
+        paths += [Path(directory, f) for f in sorted(files) if _module_name(f) is not None]
+    for path in paths:
+        if not path.is_file():  # an editor's lock file (a dangling link), or no module
+            continue
+        content = path.read_bytes()
+        digest.update(f"{path}\0{len(content)}\0".encode())
+        digest.update(content)
     return digest.hexdigest()
+
+
+def _module_name(file: str) -> str | None:
+    """Return the module a file name names (``a.py``: ``a``), or None (``.#a.py``, ``a.txt``)."""
+    stem, dot, suffix = file.rpartition(".")
+    return stem if dot and suffix == "py" and stem.isidentifier() else None
 
 
 def _imported(tree: ast.Module, *, package: str) -> set[str]:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -306,7 +307,7 @@ def _published_criterion_searches(
     # of its own (JAX runs their programs outside the GIL, and one program of this size keeps
     # less than two cores busy); each search is the same, in the same order, as alone.
     draws = range(2, int(settings["published_criterion_draws"]) + 1)
-    with ThreadPoolExecutor(max_workers=max(1, len(draws))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, min(len(draws), os.cpu_count() or 1))) as pool:
         others = list(pool.map(on_other_draws, draws))
     return {
         PUBLISHED_CRITERION: first,
