@@ -116,7 +116,7 @@ def _source_state() -> str:
     paths = [SOURCE_ROOT / f"{PACKAGE}.py"]
     for directory, folders, files in os.walk(SOURCE_ROOT / PACKAGE, followlinks=True):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
-        paths += [Path(directory, f) for f in sorted(files) if _module_name(f) is not None]
+        paths += [Path(directory, f) for f in sorted(files) if _names_module(f)]
     for path in paths:
         if not path.is_file():  # an editor's lock file (a dangling link), or no module
             continue
@@ -126,10 +126,10 @@ def _source_state() -> str:
     return digest.hexdigest()
 
 
-def _module_name(file: str) -> str | None:
-    """Return the module a file name names (``a.py``: ``a``), or None (``.#a.py``, ``a.txt``)."""
+def _names_module(file: str) -> bool:
+    """Return whether a file name names a module (``a.py``; not ``.#a.py`` or ``a.txt``)."""
     stem, dot, suffix = file.rpartition(".")
-    return stem if dot and suffix == "py" and stem.isidentifier() else None
+    return bool(dot) and suffix == "py" and stem.isidentifier()
 
 
 def _imported(tree: ast.Module, *, package: str) -> set[str]:

@@ -16,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from project.egm.search import lift
 from project.egm.structure import EGMStructure
 from project.egm.utility import Utility
 from project.taste_shocks import log_sum_and_probabilities
@@ -67,21 +68,17 @@ class _Row(NamedTuple):
 def _count_at_most(nodes: _Row, x: jnp.ndarray, *, unroll: bool = False) -> jnp.ndarray:
     """Return how many nodes are at most ``x`` (``searchsorted(..., side="right")``).
 
-    A binary search of ceil(log2(n + 1)) steps that reads one node per step, carrying the
-    count alone: each step adds the next smaller power of two where the node it would pass is
-    at most ``x``. A NaN node counts as larger than every ``x``, as in ``jnp.searchsorted``.
-    ``unroll`` writes the steps out (a longer compile).
+    A binary search of ceil(log2(n + 1)) steps that reads one node per step (``search.lift``
+    from a count of 0); a NaN node counts as larger than every ``x``, as in
+    ``jnp.searchsorted``. ``unroll`` writes the steps out (a longer compile).
     """
     n = nodes.table.shape[-1]
-    steps = max(1, n).bit_length()
 
-    def raise_count(i: jnp.ndarray, count: jnp.ndarray) -> jnp.ndarray:
-        candidate = count + jnp.left_shift(jnp.int32(1), steps - 1 - i)
-        passed = (candidate <= n) & (nodes[jnp.minimum(candidate, n) - 1] <= x)
-        return jnp.where(passed, candidate, count)
+    def passes(count: jnp.ndarray) -> jnp.ndarray:
+        return (count <= n) & (nodes[jnp.minimum(count, n) - 1] <= x)
 
     start = jnp.zeros(jnp.shape(x), jnp.int32)
-    return jax.lax.fori_loop(0, steps, raise_count, start, unroll=unroll)
+    return lift(start, steps=max(1, n).bit_length(), passes=passes, unroll=unroll)
 
 
 def _between(x: jnp.ndarray, nodes: _Row, values: _Row, upper: jnp.ndarray) -> jnp.ndarray:

@@ -35,6 +35,8 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from project.egm.search import lift
+
 WINDOW = 1
 TOLERANCE_ULPS = 64
 
@@ -134,20 +136,17 @@ def _interpolate_in_runs(
 ) -> jnp.ndarray:
     """Return ``value`` interpolated at ``query`` within increasing runs ``[lo, hi]``.
 
-    The segment is found by a search that carries one index: from ``lo``, each step moves up
-    by the next smaller power of two where the point it lands on is at most ``query``. Where
-    ``wealth[lo] <= query`` (the only queries the envelope reads) that is the bisection of
-    ``[lo, max(hi, lo + 1)]``'s segment, to the index.
+    The segment's left end is found from ``lo`` by ``search.lift``: the last point of the run
+    at most ``query``. Where ``wealth[lo] <= query`` (the only queries the envelope reads) that
+    is the bisection of ``[lo, max(hi, lo + 1)]``'s segment, to the index.
     """
-    steps = max(1, math.ceil(math.log2(wealth.shape[0])))
     end = jnp.maximum(hi, lo + 1)
 
-    def raise_left(i: jnp.ndarray, left: jnp.ndarray) -> jnp.ndarray:
-        candidate = left + jnp.left_shift(jnp.ones_like(left), steps - 1 - i)
-        passed = (candidate < end) & (wealth[jnp.minimum(candidate, wealth.shape[0] - 1)] <= query)
-        return jnp.where(passed, candidate, left)
+    def passes(index: jnp.ndarray) -> jnp.ndarray:
+        return (index < end) & (wealth[jnp.minimum(index, wealth.shape[0] - 1)] <= query)
 
-    left = jax.lax.fori_loop(0, steps, raise_left, lo)
+    steps = max(1, math.ceil(math.log2(wealth.shape[0])))
+    left = lift(lo, steps=steps, passes=passes)
     right = jnp.minimum(left + 1, hi)
     left = jnp.minimum(left, jnp.maximum(right - 1, lo))
     x0, x1 = wealth[left], wealth[right]
