@@ -115,7 +115,9 @@ def test_a_stream_not_drawn_ahead_or_in_another_precision_is_refused():
 
 @settings(max_examples=30, deadline=None)
 @given(
-    weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=70).filter(lambda w: sum(w) > 0),
+    weights=st.lists(st.floats(0.0, 1.0), min_size=1, max_size=70).filter(
+        lambda w: np.cumsum(np.asarray(w, np.float32))[-1] > 0  # > 0 in the test's float32
+    ),
     uniform=st.floats(0.0, 1.0, exclude_max=True),
 )
 def test_the_category_counted_in_rows_is_the_inverse_cdf(weights, uniform):
