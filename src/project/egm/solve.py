@@ -251,6 +251,22 @@ def _context(structure: Any, codes: np.ndarray, choice: np.ndarray | None = None
     return " (" + ", ".join(f"{name}={int(code)}" for name, code in pairs) + ")"
 
 
+def check_borrowing_limits(
+    models: Mapping[str, Model], *, params: Mapping[str, np.ndarray], savings: Mapping[str, Any]
+) -> None:
+    """Run ``check_borrowing_limit`` for each model (a regime's), on its own savings grid."""
+    for name, model in models.items():
+        check_borrowing_limit(model, params=params, savings=np.asarray(savings[name]))
+
+
+def check_reports(
+    solutions: Mapping[str, EGMSolution], reports: Mapping[str, np.ndarray], *, on_invalid: str
+) -> None:
+    """Run ``check_report`` for each regime's solution and report, in the regimes' order."""
+    for regime, solution in solutions.items():
+        check_report(solution, reports[regime], on_invalid=on_invalid, regime=regime)
+
+
 def check_report(
     solution: EGMSolution, report: np.ndarray, *, on_invalid: str = "raise", regime: str = ""
 ) -> None:

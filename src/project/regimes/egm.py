@@ -24,9 +24,9 @@ from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.expectations import Target
 from project.egm.period import EGMPeriod
-from project.egm.program import REPORT_COLUMNS, period_report
+from project.egm.program import REPORT_COLUMNS, backward_stacked, period_report
 from project.egm.solution import EGMSolution
-from project.egm.solve import check_borrowing_limit, check_report
+from project.egm.solve import check_borrowing_limits, check_reports
 from project.egm.structure import egm_structure
 from project.egm.utility import Utility
 from project.model.internal import Fact, table
@@ -68,10 +68,7 @@ def solve_on_endogenous_grids(
         check_function_outputs(view, params=host_params, codes=log_level != "off")
     savings = {r: v.post_decision_grid.to_jax() for r, v in model.regimes.items()}
     if log_level != "off":
-        for view in model.regimes.values():
-            check_borrowing_limit(
-                view, params=host_params, savings=np.asarray(savings[view.regime])
-            )
+        check_borrowing_limits(model.regimes, params=host_params, savings=savings)
     started = time.perf_counter()
     device_params = jax.device_put(pack_params(host_params))
     window = envelope_window(model)
@@ -86,15 +83,10 @@ def solve_on_endogenous_grids(
         tables = {r: np.asarray(report) for r, report in reports.items()}
     solutions = _solutions(model, arrays=arrays, params=host_params, savings=savings)
     if log_level != "off":
-        for regime in model.regimes:
-            table = tables[regime]
+        for regime, table in tables.items():  # the regimes' own checks first: a bad transition
             raise_for_regime_checks(model, regime, table[:, len(REPORT_COLUMNS) :])
-            check_report(
-                solutions[regime],
-                table[:, : len(REPORT_COLUMNS)],
-                on_invalid=on_invalid,
-                regime=regime,
-            )
+        reports = {r: table[:, : len(REPORT_COLUMNS)] for r, table in tables.items()}
+        check_reports(solutions, reports, on_invalid=on_invalid)
     if log_level in ("progress", "debug"):
         logger.info(
             "Solved %r (%d regimes) by endogenous grids: %d periods in %.3f s.",
@@ -114,11 +106,11 @@ def _solutions(
     savings: Mapping[str, jax.Array],
 ) -> dict[str, EGMSolution]:
     """Return each regime's ``EGMSolution`` from the program's stacked arrays."""
-    solutions = {}
+    solutions, n_periods = {}, model.n_periods
     for regime, view in model.regimes.items():
         shape = egm_structure(view).discrete_shape
         regime_arrays = jax.tree.map(
-            lambda x, shape=shape: x.reshape(model.n_periods, *shape, *x.shape[2:]),
+            lambda x, shape=shape: x.reshape(n_periods, *shape, *x.shape[2:]),
             arrays[regime],
         )
         solutions[regime] = EGMSolution(
@@ -242,11 +234,7 @@ def _build(model: RegimeModel, *, window: int) -> Callable[..., Any]:
             )
             terminal[regime] = (arrays, report)
         carry = {r: o[0] for r, o in terminal.items()}
-        steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
-        _, history = jax.lax.scan(step, carry, steps, reverse=True)
-        stacked = jax.tree.map(
-            lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
-        )
+        stacked = backward_stacked(step, carry=carry, last=terminal, n_periods=n_periods)
         return {r: s[0] for r, s in stacked.items()}, {r: s[1] for r, s in stacked.items()}
 
     return program
