@@ -106,6 +106,28 @@ def estimate_msm(
         space=space,
         moments_and_jacobian=moments_and_jacobian,
     )
+    return _estimate(
+        simulator=simulator,
+        problem=problem,
+        space=space,
+        algorithm=algorithm,
+        algo_options=algo_options,
+        max_condition=max_condition,
+        settings=settings,
+    )
+
+
+def _estimate(
+    *,
+    simulator: CheckedSimulator,
+    problem: MomentProblem,
+    space: ParameterSpace,
+    algorithm: str,
+    algo_options: Mapping[str, Any] | None,
+    max_condition: float,
+    settings: dict[str, Any],
+) -> MSMResult:
+    """Search, then return the result with its inference at the estimates (and log it)."""
     raw, estimates, converged, message, n_optimizer_evaluations = search(
         simulator=simulator,
         problem=problem,
@@ -119,7 +141,7 @@ def estimate_msm(
         problem=problem,
         space=space,
         estimates=estimates,
-        relative_step=relative_step,
+        relative_step=settings["relative_step"],
         max_condition=max_condition,
     )
     result = _result(
