@@ -19,9 +19,11 @@ The counts:
 
 - **every call**: each entry into a module by any call, params or not (a model's property, a
   grid's ``to_jax``, a fact looked up in the internal model);
-- **params**: entries by a call that receives ``params`` or a value computed from it: the
-  return value of any Python call (the package's or a library's) given such a value is such a
-  value, and so are the items of a returned tuple, list or dict. Values made by C functions
+- **params**: entries by a call that receives ``params`` or a value computed from it (as a
+  named argument or inside ``*args``/``**kwargs``): the return value of any Python call (the
+  package's or a library's) given such a value is such a value, and so are the items of a
+  returned tuple, list or dict, but for the interpreter's shared objects (None, booleans,
+  numbers, strings, the empty tuple), which many calls return. Values made by C functions
   (``np.asarray``) are not followed, and neither are the tracers JAX makes of the params
   while it traces a program;
 - **params or traced**: as params, and also every call given a JAX tracer (inside a traced
@@ -34,6 +36,7 @@ once per model. The table shows each count's modules and the most visited ones.
 from __future__ import annotations
 
 import collections
+import inspect
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -44,26 +47,29 @@ from _measure import environment, print_table, write_json
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "project"
 KINDS = ("every call", "params", "params or traced")
+SHARED = (type(None), bool, int, float, complex, str, bytes)
+"""Types of values that stand for no computation: never followed (module docstring)."""
 
 
 class Walk:
     """Count module entries of one call under ``sys.setprofile`` (module docstring)."""
 
     def __init__(self, *, params: Any) -> None:
+        import jax  # noqa: PLC0415
+
         self.followed: dict[int, Any] = {id(params): params}  # kept alive: ids stay unique
         self.counts = {kind: collections.Counter() for kind in KINDS}
         self.frames: list[tuple[Any, bool]] = []
+        self.tracer = jax.core.Tracer
 
     def run(self, call: Callable[[], Any]) -> dict[str, collections.Counter]:
         """Run ``call`` under the profiler and return the counts by kind."""
-        import jax  # noqa: PLC0415
-
-        self.tracer = jax.core.Tracer
+        outer = sys.getprofile()
         sys.setprofile(self._event)
         try:
             call()
         finally:
-            sys.setprofile(None)
+            sys.setprofile(outer)
         return self.counts
 
     def _event(self, frame: Any, event: str, arg: Any) -> None:
@@ -84,9 +90,19 @@ class Walk:
                 self._follow(arg)
 
     def _arguments(self, frame: Any) -> tuple[bool, bool]:
+        """Return whether the call's arguments (``*args``/``**kwargs`` too) hold params, tracers."""
         code = frame.f_code
-        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-        values = [frame.f_locals.get(name) for name in names]
+        count = code.co_argcount + code.co_kwonlyargcount
+        count += bool(code.co_flags & inspect.CO_VARARGS)
+        count += bool(code.co_flags & inspect.CO_VARKEYWORDS)
+        values = []
+        for name in code.co_varnames[:count]:
+            value = frame.f_locals.get(name)
+            if isinstance(value, tuple):
+                values.extend(value)
+            elif isinstance(value, dict):
+                values.extend(value.values())
+            values.append(value)
         carries = any(id(v) in self.followed for v in values)
         return carries, any(isinstance(v, self.tracer) for v in values)
 
@@ -94,7 +110,8 @@ class Walk:
         pending = [value]
         while pending:
             item = pending.pop()
-            if id(item) in self.followed:
+            empty = isinstance(item, tuple) and not item
+            if empty or isinstance(item, SHARED) or id(item) in self.followed:
                 continue
             self.followed[id(item)] = item
             if isinstance(item, tuple | list):
@@ -127,7 +144,8 @@ def walks(
     jax.config.update("jax_enable_x64", True)
     from project import solve  # noqa: PLC0415
     from project.config import STATUS_QUO, VARIANTS  # noqa: PLC0415
-    from project.pipeline import _build_model, variant_specification  # noqa: PLC0415
+    from project.models import MODEL_BUILDERS  # noqa: PLC0415
+    from project.pipeline import variant_specification  # noqa: PLC0415
     from project.simulation import draw_initial_conditions  # noqa: PLC0415
     from project.simulation.forward import simulate  # noqa: PLC0415
 
@@ -136,7 +154,7 @@ def walks(
     params = dict(specification["params"])
 
     def model() -> Any:
-        return _build_model(model=specification["model"], sizes=sizes or specification["sizes"])
+        return MODEL_BUILDERS[specification["model"]](**(sizes or specification["sizes"]))
 
     solved = model()
     solution = solve(model=solved, params=params)

@@ -42,6 +42,7 @@ def test_the_walk_counts_each_entry_of_a_module_with_params(walk_module, x64):
     assert walk_module.Walk(params=other).run(three_reads)["params"]["model/params.py"] == 0
 
 
+@pytest.mark.slow
 def test_warm_solve_and_simulate_enter_each_module_at_most_twice_with_params(walk_module, x64):
     found = walk_module.walks(sizes={"n_savings": 30, "taste_shocks": False}, n_subjects=50)
     for call in ("solve, warm", "simulate, warm"):

@@ -24,7 +24,7 @@ from project._xla import jit, quick_compile_options
 from project.egm.envelope import WINDOW
 from project.egm.expectations import Target
 from project.egm.period import EGMPeriod
-from project.egm.program import REPORT_COLUMNS, backward_stacked, period_report
+from project.egm.program import REPORT_COLUMNS, period_report
 from project.egm.solution import EGMSolution
 from project.egm.solve import check_borrowing_limits, check_reports
 from project.egm.structure import egm_structure
@@ -83,9 +83,9 @@ def solve_on_endogenous_grids(
         tables = {r: np.asarray(report) for r, report in reports.items()}
     solutions = _solutions(model, arrays=arrays, params=host_params, savings=savings)
     if log_level != "off":
-        for regime, table in tables.items():  # the regimes' own checks first: a bad transition
-            raise_for_regime_checks(model, regime, table[:, len(REPORT_COLUMNS) :])
-        reports = {r: table[:, : len(REPORT_COLUMNS)] for r, table in tables.items()}
+        for regime in model.regimes:  # first: a bad regime transition is the root cause
+            raise_for_regime_checks(model, regime, tables[regime][:, len(REPORT_COLUMNS) :])
+        reports = {r: tables[r][:, : len(REPORT_COLUMNS)] for r in model.regimes}
         check_reports(solutions, reports, on_invalid=on_invalid)
     if log_level in ("progress", "debug"):
         logger.info(
@@ -234,7 +234,11 @@ def _build(model: RegimeModel, *, window: int) -> Callable[..., Any]:
             )
             terminal[regime] = (arrays, report)
         carry = {r: o[0] for r, o in terminal.items()}
-        stacked = backward_stacked(step, carry=carry, last=terminal, n_periods=n_periods)
+        steps = jnp.arange(n_periods - 1, dtype=jnp.int32)
+        _, history = jax.lax.scan(step, carry, steps, reverse=True)
+        stacked = jax.tree.map(
+            lambda earlier, final: jnp.concatenate([earlier, final[None]]), history, terminal
+        )
         return {r: s[0] for r, s in stacked.items()}, {r: s[1] for r, s in stacked.items()}
 
     return program
