@@ -136,9 +136,13 @@ def _caller(frame: Any) -> Any:
 
 
 def walks(
-    *, sizes: dict[str, Any] | None = None, n_subjects: int = 1_000
+    *, sizes: dict[str, Any] | None = None, n_subjects: int = 1_000, first: bool = True
 ) -> dict[str, dict[str, collections.Counter]]:
-    """Return the counts of the three calls (module docstring); ``sizes`` replace the model's."""
+    """Return the counts of the three calls (module docstring); ``sizes`` replace the model's.
+
+    ``first=False`` leaves out the first solve (its trace, profiled call by call, is the slow
+    part).
+    """
     import jax  # noqa: PLC0415
 
     jax.config.update("jax_enable_x64", True)
@@ -169,12 +173,11 @@ def walks(
         return simulate(params=params, solution=solution, initial_conditions=initial, seed=2)
 
     simulation()
-    fresh = model()
-    calls = {
-        "solve, warm": lambda: solve(model=solved, params=params),
-        "solve, first": lambda: solve(model=fresh, params=params),
-        "simulate, warm": simulation,
-    }
+    calls = {"solve, warm": lambda: solve(model=solved, params=params)}
+    if first:
+        fresh = model()
+        calls["solve, first"] = lambda: solve(model=fresh, params=params)
+    calls["simulate, warm"] = simulation
     return {name: Walk(params=params).run(call) for name, call in calls.items()}
 
 
