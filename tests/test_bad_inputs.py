@@ -82,6 +82,11 @@ CASES: list[tuple[str, Callable[[], object], str]] = [
     ("lin start == stop", lambda: LinSpacedGrid(start=1, stop=1, n_points=3), "start must be <"),
     ("lin nan start", lambda: LinSpacedGrid(start=math.nan, stop=1, n_points=3), "finite"),
     ("lin inf stop", lambda: LinSpacedGrid(start=0, stop=math.inf, n_points=3), "finite"),
+    (
+        "lin stop beyond float32",
+        lambda: LinSpacedGrid(start=0, stop=1e39, n_points=3),
+        "exceeds the range of float32",
+    ),
     ("lin str start", lambda: LinSpacedGrid(start="0", stop=1, n_points=3), "real number"),
     ("lin None stop", lambda: LinSpacedGrid(start=0, stop=None, n_points=3), "real number"),
     ("log start 0", lambda: LogSpacedGrid(start=0, stop=1, n_points=3), "start"),

@@ -179,9 +179,18 @@ class _EvenlySpacedGrid(ContinuousGrid):
         each other or out of order.
         """
         dtype = np.dtype(float_dtype())
+        largest = max(abs(self.start), abs(self.stop))
+        if largest > float(np.finfo(dtype).max):
+            msg = (
+                f"{self.name}: the bound {largest:.3g} exceeds the range of {dtype.name} "
+                f"({float(np.finfo(dtype).max):.3g}): its points would be infinite. Use a range "
+                "nearer zero, or enable x64 (jax.config.update('jax_enable_x64', True)) before "
+                "building the grid."
+            )
+            raise GridInitializationError(msg)
         if self.kind == "linspace":
             step = (self.stop - self.start) / (self.n_points - 1)
-            resolution = float(np.spacing(dtype.type(max(abs(self.start), abs(self.stop)))))
+            resolution = float(np.spacing(dtype.type(largest)))
         else:
             step = math.expm1((math.log(self.stop) - math.log(self.start)) / (self.n_points - 1))
             resolution = float(np.finfo(dtype).eps)
