@@ -179,11 +179,11 @@ class _EvenlySpacedGrid(ContinuousGrid):
         each other or out of order.
         """
         dtype = np.dtype(float_dtype())
-        largest = max(abs(self.start), abs(self.stop))
-        if largest > float(np.finfo(dtype).max):
+        largest, highest = max(abs(self.start), abs(self.stop)), float(np.finfo(dtype).max)
+        if largest > highest:
             msg = (
                 f"{self.name}: the bound {largest:.3g} exceeds the range of {dtype.name} "
-                f"({float(np.finfo(dtype).max):.3g}): its points would be infinite. Use a range "
+                f"({highest:.3g}): its points would be infinite. Use a range "
                 "nearer zero, or enable x64 (jax.config.update('jax_enable_x64', True)) before "
                 "building the grid."
             )

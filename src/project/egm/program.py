@@ -120,7 +120,8 @@ def backward_stacked(
     ``out`` shaped as ``last``: ``lax.scan(step, carry, arange(n_periods - 1), reverse=True)``
     with ``last`` appended, value for value. Each period's row is written into the result,
     allocated once, so XLA keeps no history apart from the result to copy there at the end
-    (3.3 MB a call for DC-EGM on IJRS at T = 20 with 2,000 points).
+    (3.3 MB a call for DC-EGM on IJRS at T = 20 with 2,000 points). The regimes' program
+    (``regimes/egm.py``) keeps its scan: there this loop measured 1.5-2 % slower.
     """
 
     def row(stack: jnp.ndarray, value: jnp.ndarray, t: jnp.ndarray) -> jnp.ndarray:
