@@ -16,6 +16,7 @@ import select
 import subprocess
 import sys
 import textwrap
+import time
 from itertools import product
 from pathlib import Path
 
@@ -31,8 +32,12 @@ HOLDING_THE_LOCK = ("locked", "renamed", "flipped")
 """A writer stopped at one of these holds the product's lock."""
 LOCK_TAKEN_AFTER = ("start", "staged")
 """A writer going on from one of these takes the lock before its next point."""
+LOCKS = Path("/proc/locks")
+"""Linux lists every lock here, a process waiting for one on a line marked ``->``."""
+POLL_S = 0.005
+"""How often a silent writer is looked up among the processes waiting for a lock."""
 BLOCKED_AFTER_S = 0.5
-"""A writer silent this long while the other holds the lock waits for it."""
+"""Without ``/proc/locks``: a writer silent this long while the other holds the lock waits."""
 PATIENCE_S = 120.0
 """A writer silent this long otherwise is stuck (a slow machine is not taken for a lock wait)."""
 
@@ -87,10 +92,7 @@ class Writer:
             self._send_go()
         while True:
             may_wait = other is not None and other.holds_lock and self.last in LOCK_TAKEN_AFTER
-            timeout = BLOCKED_AFTER_S if may_wait else PATIENCE_S
-            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
-            if not ready:
-                assert may_wait, f"a writer was silent for {timeout} s after {self.last}"
+            if not self._speaks(may_wait=may_wait):
                 return "blocked"
             line = self.process.stdout.readline().strip()
             if line == "done" or not line:
@@ -101,6 +103,28 @@ class Writer:
                 self.waiting = True
                 return "stopped"
             self._send_go()
+
+    def _speaks(self, *, may_wait: bool) -> bool:
+        """Wait for the writer's next line; False if it waits for the lock instead.
+
+        Where Linux lists the processes waiting for a lock, waiting is seen there; elsewhere
+        it is taken from silence.
+        """
+        if not (may_wait and LOCKS.exists()):
+            timeout = BLOCKED_AFTER_S if may_wait else PATIENCE_S
+            ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+            assert ready or may_wait, f"a writer was silent for {timeout} s after {self.last}"
+            return bool(ready)
+        deadline = time.monotonic() + PATIENCE_S
+        while not select.select([self.process.stdout], [], [], POLL_S)[0]:
+            if self._waits_for_a_lock():
+                return False
+            assert time.monotonic() < deadline, f"a writer was stuck after {self.last}"
+        return True
+
+    def _waits_for_a_lock(self) -> bool:
+        waiting = (line.split() for line in LOCKS.read_text().splitlines())
+        return any(f[1] == "->" and f[5] == str(self.process.pid) for f in waiting if len(f) > 5)
 
     def _send_go(self) -> None:
         self.waiting = False

@@ -29,7 +29,7 @@ import hashlib
 import inspect
 import os
 import textwrap
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -135,12 +135,7 @@ def _names_module(file: str) -> bool:
 def _imported(tree: ast.Module, *, package: str) -> set[str]:
     """Return the ``project`` modules ``tree`` imports (``package``: where relative ones start)."""
     found: set[str] = set()
-    lazy = {
-        id(inner) for node in ast.walk(tree) if _is_lazy_exports(node) for inner in ast.walk(node)
-    }
-    for node in ast.walk(tree):
-        if id(node) in lazy:  # lazy exports run on access only (``_from_import``)
-            continue
+    for node in _nodes_outside_lazy_exports(tree):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if _ours(a.name))
         elif isinstance(node, ast.ImportFrom):
@@ -153,6 +148,17 @@ def _imported(tree: ast.Module, *, package: str) -> set[str]:
         elif isinstance(node, ast.Constant) and _names_a_module(node.value):
             found.add(node.value)
     return found
+
+
+def _nodes_outside_lazy_exports(tree: ast.AST) -> Iterator[ast.AST]:
+    """Yield every node of ``tree`` but those of lazy exports, which run on access only."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        if _is_lazy_exports(node):  # read by ``_from_import`` where an import names one
+            continue
+        yield node
+        pending.extend(ast.iter_child_nodes(node))
 
 
 def _absolute(node: ast.ImportFrom, *, package: str) -> str:

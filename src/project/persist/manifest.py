@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -37,13 +38,24 @@ def file_digest(path: Path) -> str:
 
 
 def product_files(directory: Path) -> list[str]:
-    """Return the product's files (POSIX paths relative to it), the marker excluded, sorted."""
-    directory = Path(directory)
-    return sorted(
-        p.relative_to(directory).as_posix()
-        for p in directory.rglob("*")
-        if (p.is_file() or p.is_symlink()) and p.relative_to(directory).as_posix() != MARKER_NAME
-    )
+    """Return the product's files (POSIX paths relative to it), the marker excluded, sorted.
+
+    Files are regular files and links of any kind, at any depth; folders that are links are
+    not entered (as ``Path.rglob`` does). Read with ``os.scandir``: a build asks for the
+    files of every directory product many times (``directory_state``).
+    """
+    return sorted(name for name in _files_below(os.fspath(directory), "") if name != MARKER_NAME)
+
+
+def _files_below(folder: str, prefix: str) -> list[str]:
+    found = []
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                found += _files_below(entry.path, f"{prefix}{entry.name}/")
+            elif entry.is_symlink() or entry.is_file():
+                found.append(f"{prefix}{entry.name}")
+    return found
 
 
 def write_marker(directory: Path, *, kind: str, extra: dict[str, Any] | None = None) -> str:
@@ -173,7 +185,7 @@ def verify_directory(
 def directory_state(directory: Path) -> str | None:
     """Return the content digest of an intact product, a "damaged" state, or None (absent).
 
-    Every file is hashed (cached per file, size, time stamp and inode within a process).
+    Every file is hashed (cached per file path, inode and time stamps within a process).
     """
     directory = Path(directory)
     marker_path = directory / MARKER_NAME
@@ -185,7 +197,10 @@ def directory_state(directory: Path) -> str | None:
         intact = (
             marker["sha256"] == _manifest_digest(kind=marker["kind"], files=files)
             and sorted(files) == product_files(directory)
-            and all(_stat_digest(directory / n) == f["sha256"] for n, f in files.items())
+            and all(
+                _stat_digest(os.path.join(directory, n)) == f["sha256"]  # noqa: PTH118 (speed)
+                for n, f in files.items()
+            )
         )
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         intact = False
@@ -198,10 +213,12 @@ def directory_state(directory: Path) -> str | None:
 
 
 def _stat_digest(path: Path) -> str:
-    stat = path.stat()
-    return _cached_digest(str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino)
+    """Return a file's SHA-256, read again only when its inode or time stamps changed."""
+    stat = os.stat(path)  # noqa: PTH116 (no Path object: a build calls this per file, often)
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
+    return _cached_digest(os.fspath(path), identity)
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_digest(path: str, size: int, mtime_ns: int, inode: int) -> str:
+def _cached_digest(path: str, identity: tuple[int, ...]) -> str:
     return file_digest(Path(path))
