@@ -25,7 +25,12 @@ from project.models import lifecycle, precautionary
 from project.persist import MARKER_NAME, load_bundle, load_solution, save_bundle, save_solution
 from project.persist.atomic import atomic_directory, atomic_file, current_generation, lock_path
 from project.persist.bundle import TABLE_NAME, load_table
-from project.persist.manifest import directory_state, verify_directory, write_marker
+from project.persist.manifest import (
+    directory_state,
+    product_files,
+    verify_directory,
+    write_marker,
+)
 from project.simulation import draw_initial_conditions, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -407,6 +412,32 @@ def test_directory_state_changes_with_any_write_and_with_nothing_else(saved_bund
     assert directory_state(directory) not in (state, None)
     (directory / MARKER_NAME).unlink()
     assert directory_state(directory) is None
+
+
+def test_a_product_lists_files_and_links_at_any_depth_and_enters_no_linked_folder(tmp_path):
+    """What ``product_files`` lists (the marker's file list and every state read it)."""
+    product = tmp_path / "product"
+    (product / "arrays" / "deep").mkdir(parents=True)
+    (product / "arrays" / "deep" / "x.bin").write_bytes(b"x")
+    (product / ".hidden").write_bytes(b"h")
+    (product / MARKER_NAME).write_text("{}")  # the product's own marker: left out
+    (product / "arrays" / MARKER_NAME).write_text("{}")  # a file of that name deeper: listed
+    (product / "arrays" / "to_file").symlink_to(product / ".hidden")
+    (product / "to_folder").symlink_to(product / "arrays")  # listed, not entered
+    (product / "dangling").symlink_to(tmp_path / "nowhere")
+    (product / "empty").mkdir()
+    os.mkfifo(product / "fifo")  # no file: left out
+    expected = [
+        ".hidden",
+        f"arrays/{MARKER_NAME}",
+        "arrays/deep/x.bin",
+        "arrays/to_file",
+        "dangling",
+        "to_folder",
+    ]
+    assert product_files(product) == expected
+    (tmp_path / "link").symlink_to(product)  # a product reached through its generation link
+    assert product_files(tmp_path / "link") == expected
 
 
 def test_the_state_ignores_provenance_but_the_loader_checks_it(saved_solution, tmp_path):

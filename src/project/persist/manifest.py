@@ -49,12 +49,15 @@ def product_files(directory: Path) -> list[str]:
 
 def _files_below(folder: str, prefix: str) -> list[str]:
     found = []
-    with os.scandir(folder) as entries:
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                found += _files_below(entry.path, f"{prefix}{entry.name}/")
-            elif entry.is_symlink() or entry.is_file():
-                found.append(f"{prefix}{entry.name}")
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    found += _files_below(entry.path, f"{prefix}{entry.name}/")
+                elif entry.is_symlink() or entry.is_file():
+                    found.append(f"{prefix}{entry.name}")
+    except PermissionError:  # an unreadable folder lists nothing, as in ``Path.rglob``
+        return []
     return found
 
 
