@@ -415,7 +415,7 @@ def test_directory_state_changes_with_any_write_and_with_nothing_else(saved_bund
 
 
 def test_a_product_lists_files_and_links_at_any_depth_and_enters_no_linked_folder(tmp_path):
-    """What ``product_files`` lists (the marker's file list and every state read it)."""
+    """What ``product_files`` lists: what a marker records and what every state read checks."""
     product = tmp_path / "product"
     (product / "arrays" / "deep").mkdir(parents=True)
     (product / "arrays" / "deep" / "x.bin").write_bytes(b"x")
@@ -438,6 +438,29 @@ def test_a_product_lists_files_and_links_at_any_depth_and_enters_no_linked_folde
     assert product_files(product) == expected
     (tmp_path / "link").symlink_to(product)  # a product reached through its generation link
     assert product_files(tmp_path / "link") == expected
+    assert product_files(tmp_path / "missing") == []
+    by_rglob = sorted(  # the listing before the walk of its own, as an oracle
+        p.relative_to(product).as_posix()
+        for p in product.rglob("*")
+        if (p.is_file() or p.is_symlink()) and p.relative_to(product).as_posix() != MARKER_NAME
+    )
+    assert by_rglob == expected
+
+
+def test_a_rewrite_that_restores_the_time_stamps_still_changes_the_state(saved_bundle, tmp_path):
+    """The change time counts: same size, same modification time, other bytes."""
+    import shutil
+
+    directory = Path(shutil.copytree(saved_bundle, tmp_path / "simulation"))
+    state = directory_state(directory)
+    victim = largest_file(directory / "arrays")
+    before = victim.stat()
+    time.sleep(0.01)
+    flip_bytes(victim, count=8)
+    os.utime(victim, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert victim.stat().st_mtime_ns == before.st_mtime_ns
+    assert victim.stat().st_size == before.st_size
+    assert directory_state(directory) != state
 
 
 def test_the_state_ignores_provenance_but_the_loader_checks_it(saved_solution, tmp_path):

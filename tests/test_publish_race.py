@@ -11,10 +11,13 @@ different content, whenever one writer stopped after its rename or before its fl
 other cleaned up.
 """
 
+import fcntl
+import functools
 import os
 import select
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from itertools import product
@@ -63,10 +66,27 @@ WRITER = textwrap.dedent("""
 """)
 
 
+@functools.cache
+def locks_are_listed() -> bool:
+    """Return whether ``/proc/locks`` shows this process's own ``flock`` (not in every sandbox)."""
+    if not LOCKS.exists():
+        return False
+    with tempfile.TemporaryFile() as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        inode = str(os.fstat(handle.fileno()).st_ino)
+        held = (line.split() for line in LOCKS.read_text().splitlines())
+        return any(
+            f[1] == "FLOCK" and f[4] == str(os.getpid()) and f[5].endswith(f":{inode}")
+            for f in held
+            if len(f) > 5
+        )
+
+
 class Writer:
     """A writer process driven point by point over its standard input and output."""
 
     def __init__(self, target: Path, content: str) -> None:
+        self.target = target
         self.content = content
         self.process = subprocess.Popen(
             [sys.executable, "-c", WRITER, str(target), content],
@@ -110,7 +130,7 @@ class Writer:
         Where Linux lists the processes waiting for a lock, waiting is seen there; elsewhere
         it is taken from silence.
         """
-        if not (may_wait and LOCKS.exists()):
+        if not (may_wait and locks_are_listed()):
             timeout = BLOCKED_AFTER_S if may_wait else PATIENCE_S
             ready, _, _ = select.select([self.process.stdout], [], [], timeout)
             assert ready or may_wait, f"a writer was silent for {timeout} s after {self.last}"
@@ -123,8 +143,15 @@ class Writer:
         return True
 
     def _waits_for_a_lock(self) -> bool:
-        waiting = (line.split() for line in LOCKS.read_text().splitlines())
-        return any(f[1] == "->" and f[5] == str(self.process.pid) for f in waiting if len(f) > 5)
+        """Return whether the writer waits for the product's lock (``/proc/locks``)."""
+        inode = str(lock_path(self.target).stat().st_ino)
+        return any(
+            f[1:3] == ["->", "FLOCK"]
+            and f[5] == str(self.process.pid)
+            and f[6].endswith(f":{inode}")
+            for f in (line.split() for line in LOCKS.read_text().splitlines())
+            if len(f) > 6
+        )
 
     def _send_go(self) -> None:
         self.waiting = False

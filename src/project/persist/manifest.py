@@ -41,19 +41,23 @@ def product_files(directory: Path) -> list[str]:
     """Return the product's files (POSIX paths relative to it), the marker excluded, sorted.
 
     Files are regular files and links of any kind, at any depth; folders that are links are
-    not entered (as ``Path.rglob`` does). Read with ``os.scandir``: a build asks for the
-    files of every directory product many times (``directory_state``).
+    not entered, and a missing directory has none (as ``Path.rglob`` does). Read with
+    ``os.scandir``: a build asks for the files of every directory product many times
+    (``directory_state``).
     """
-    return sorted(name for name in _files_below(os.fspath(directory), "") if name != MARKER_NAME)
+    if not os.path.isdir(directory):  # noqa: PTH112 (one call per read of a product)
+        return []
+    found = _files_below(os.fspath(directory), prefix="")
+    return sorted(name for name in found if name != MARKER_NAME)
 
 
-def _files_below(folder: str, prefix: str) -> list[str]:
-    found = []
+def _files_below(folder: str, *, prefix: str) -> list[str]:
+    found: list[str] = []
     try:
         with os.scandir(folder) as entries:
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    found += _files_below(entry.path, f"{prefix}{entry.name}/")
+                    found += _files_below(entry.path, prefix=f"{prefix}{entry.name}/")
                 elif entry.is_symlink() or entry.is_file():
                     found.append(f"{prefix}{entry.name}")
     except PermissionError:  # an unreadable folder lists nothing, as in ``Path.rglob``
@@ -215,8 +219,11 @@ def directory_state(directory: Path) -> str | None:
     return f"damaged-{damage.hexdigest()}"
 
 
-def _stat_digest(path: Path) -> str:
-    """Return a file's SHA-256, read again only when its inode or time stamps changed."""
+def _stat_digest(path: str | os.PathLike[str]) -> str:
+    """Return a file's SHA-256, read again only when its inode or time stamps changed.
+
+    The change time counts too: a rewrite that restores the modification time still changes it.
+    """
     stat = os.stat(path)  # noqa: PTH116 (no Path object: a build calls this per file, often)
     identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
     return _cached_digest(os.fspath(path), identity)
@@ -224,4 +231,5 @@ def _stat_digest(path: Path) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _cached_digest(path: str, identity: tuple[int, ...]) -> str:
+    """Return the file's digest (``identity``, its stat fields, is only the cache's key)."""
     return file_digest(Path(path))
