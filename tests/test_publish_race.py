@@ -66,6 +66,22 @@ WRITER = textwrap.dedent("""
 """)
 
 
+def flocks() -> set[tuple[bool, int, int]]:
+    """Return ``/proc/locks``'s ``flock`` lines as (waiting, process id, inode).
+
+    A line reads ``1: FLOCK ADVISORY WRITE <pid> <major>:<minor>:<inode> 0 EOF``; a process
+    waiting for the lock has ``->`` after the number.
+    """
+    found = set()
+    for line in LOCKS.read_text().splitlines():
+        fields = line.split()[1:]
+        waiting = fields[:1] == ["->"]
+        fields = fields[waiting:]
+        if len(fields) > 4 and fields[0] == "FLOCK":
+            found.add((waiting, int(fields[3]), int(fields[4].rpartition(":")[2])))
+    return found
+
+
 @functools.cache
 def locks_are_listed() -> bool:
     """Return whether ``/proc/locks`` shows this process's own ``flock`` (not in every sandbox)."""
@@ -73,13 +89,7 @@ def locks_are_listed() -> bool:
         return False
     with tempfile.TemporaryFile() as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        inode = str(os.fstat(handle.fileno()).st_ino)
-        held = (line.split() for line in LOCKS.read_text().splitlines())
-        return any(
-            f[1] == "FLOCK" and f[4] == str(os.getpid()) and f[5].endswith(f":{inode}")
-            for f in held
-            if len(f) > 5
-        )
+        return (False, os.getpid(), os.fstat(handle.fileno()).st_ino) in flocks()
 
 
 class Writer:
@@ -144,14 +154,7 @@ class Writer:
 
     def _waits_for_a_lock(self) -> bool:
         """Return whether the writer waits for the product's lock (``/proc/locks``)."""
-        inode = str(lock_path(self.target).stat().st_ino)
-        return any(
-            f[1:3] == ["->", "FLOCK"]
-            and f[5] == str(self.process.pid)
-            and f[6].endswith(f":{inode}")
-            for f in (line.split() for line in LOCKS.read_text().splitlines())
-            if len(f) > 6
-        )
+        return (True, self.process.pid, lock_path(self.target).stat().st_ino) in flocks()
 
     def _send_go(self) -> None:
         self.waiting = False
