@@ -8,6 +8,8 @@ never traces the program again; a batch of points equals the points one at a tim
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,7 +22,8 @@ from project.estimation.program import ESTIMATION_WINDOW, envelope_window
 from project.models import lifecycle, lifecycle_regimes
 from project.simulation import draw_initial_conditions, simulate
 from project.simulation.initial import validate_regime_initial_conditions
-from project.simulation.regimes import filled_states, period_inputs, period_step, regime_methods
+from project.simulation.regime_steps import period_step
+from project.simulation.regimes import filled_states, period_inputs, regime_methods
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -196,7 +199,7 @@ def test_variants_that_differ_in_a_param_value_share_one_program(mortal):
 
 
 def test_a_panel_stopped_early_is_the_whole_panel_s_first_periods_bit_for_bit(mortal):
-    from project.simulation.regimes import build_regime_panel
+    from project.simulation.regime_steps import build_regime_panel
 
     model, params, initial = mortal
     solution = solve(model=model, params=params, log_level="off")
@@ -225,7 +228,8 @@ def test_a_panel_stopped_early_is_the_whole_panel_s_first_periods_bit_for_bit(mo
 @pytest.mark.parametrize("stop", [None, 6])
 def test_a_panel_from_numbers_drawn_ahead_is_the_panel_from_the_seed_bit_for_bit(mortal, stop):
     from project.simulation.keys import draw_ahead
-    from project.simulation.regimes import build_regime_panel, draw_streams
+    from project.simulation.regime_steps import build_regime_panel
+    from project.simulation.regimes import draw_streams
 
     model, params, initial = mortal
     solution = solve(model=model, params=params, log_level="off")
@@ -255,6 +259,25 @@ def test_a_panel_from_numbers_drawn_ahead_is_the_panel_from_the_seed_bit_for_bit
     ):
         np.testing.assert_array_equal(with_numbers, with_seed)
     assert not np.array_equal(from_seed[1]["wealth"], other_seed[1]["wealth"])
+
+
+def test_the_drawn_moments_keep_no_panel_of_subject_years(simulators):
+    """The compiled program sums as it simulates: no period's row is written into a panel.
+
+    Before, the scan wrote every period's regimes, states and actions into arrays of periods x
+    subjects (a dynamic update of one row per period) and the sums read them back; that panel
+    was the program's largest temporary. Now the scan's carry holds running sums only.
+    """
+    compiled, _ = simulators
+    program = compiled.program
+    point = np.array([[2.5, 0.95]])
+    program.batch(point)
+    jitted = [v for k, v in program._compiled.items() if k[1:] == (False, False, False)][-1]
+    text = jitted.lower(jnp.asarray(point), *program._inputs()).compile().as_text()
+    subjects = int(program.ids.shape[0])
+    updated = re.findall(rf"\[(\d+),{subjects}\]\{{1,0\}} [^\n]*dynamic-update-slice", text)
+    assert subjects == 400 and updated  # the carry's rows of groups are updated so
+    assert not {str(program.stop - 1), str(program.stop)} & set(updated), sorted(set(updated))
 
 
 def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments(mortal):

@@ -13,9 +13,16 @@ evaluation, although each subject-year belongs to one group at most.
 adding an exact zero changes no sum, so skipping the zeros leaves every partial sum, and the
 result, the same to the bit (tested against XLA's own sum in ``tests/test_group_sums.py``).
 Each window's additions run in a ``lax.scan``, one after the other, which XLA does not reorder.
+
+``ScannedGroupSums`` takes the same sums while a scan over the periods simulates them: each
+period's values are added to their windows' running sums as the period ends, so no panel of
+subject-years is kept (the estimation's panel was 37 x 60,000 numbers, written and read back at
+every evaluation); the later levels, a few thousand numbers, are summed at the end.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -37,14 +44,93 @@ def group_sums(*, values: jnp.ndarray, members: np.ndarray, groups: jnp.ndarray)
     periods = members.shape[0]
     if max(periods, values.shape[1]) <= WINDOW:
         padded = jnp.pad(values, ((0, periods - values.shape[0]), (0, 0)))
-        return jnp.where(groups[:, None, :], padded[:, :, None], 0.0).sum(axis=(0, 1))
-    # Each group's rows of the current level (sorted), as (position, row of ``level``) pairs:
-    # at first the group's periods among those read, later the windows' sums.
-    rows = [
-        [(int(p), int(p)) for p in np.flatnonzero(members[: values.shape[0], g])]
+        return _one_pass(padded, groups)
+    rows = _group_rows(members, read=values.shape[0])
+    return _reduce(level=values, rows=rows, sizes=(periods, values.shape[1]))
+
+
+class ScannedGroupSums:
+    """``group_sums`` of a panel taken period by period, as a scan over the periods runs.
+
+    ``start`` gives the running sums, ``add`` adds one period's values (the period traced) and
+    ``finish`` returns what ``group_sums`` returns for the whole panel, to the bit, without the
+    panel: the first level's windows are summed as the periods arrive (each window's additions
+    in the same order, a period's subjects after the earlier periods'), the later levels at the
+    end. ``members``: (periods, groups), static; ``read``: the periods the scan adds;
+    ``subjects``: the subjects a period holds.
+    """
+
+    def __init__(self, *, members: np.ndarray, read: int, subjects: int) -> None:
+        self.members = np.asarray(members, dtype=bool)
+        self.sizes = (self.members.shape[0], int(subjects))
+        self.one_pass = max(self.sizes) <= WINDOW
+        self.windows = [_window(size, last=False) for size in self.sizes]
+        rows = _group_rows(self.members, read=read)
+        sequences, self.following = _sequences(rows, window=self.windows[0])
+        self.n_sequences = len(sequences)
+        # Per layer, the sequence each period adds to (the scratch row past the last sequence
+        # where none): one layer where no period belongs to two groups.
+        by_period: list[list[int]] = [[] for _ in range(self.sizes[0])]
+        for index, sequence in enumerate(sequences):
+            for period in sequence:
+                by_period[period].append(index)
+        depth = max([1, *(len(found) for found in by_period)])
+        self.tables = np.array(
+            [[f[k] if k < len(f) else len(sequences) for f in by_period] for k in range(depth)],
+            dtype=np.int32,
+        )
+
+    def start(self, dtype: Any) -> jnp.ndarray:
+        """Return the running sums before the first period."""
+        if self.one_pass:
+            return jnp.zeros(self.sizes, dtype)
+        return jnp.zeros((self.n_sequences + 1, self.windows[1][2]), dtype)
+
+    def add(self, sums: jnp.ndarray, values: jnp.ndarray, period: jnp.ndarray) -> jnp.ndarray:
+        """Return ``sums`` with ``values`` (subjects,) of ``period`` added."""
+        if self.one_pass:
+            return sums.at[period].set(values)
+        window, low, count = self.windows[1]
+        padded = jnp.pad(values, (low, count * window - self.sizes[1] - low))
+        columns = padded.reshape(count, window)
+        for table in self.tables:
+            row = jnp.asarray(table)[period]
+            window_sum = sums[row]
+            for j in range(window):  # in order: XLA does not reorder floating-point additions
+                window_sum = window_sum + columns[:, j]
+            sums = sums.at[row].set(window_sum)
+        return sums
+
+    def finish(self, sums: jnp.ndarray, groups: jnp.ndarray) -> jnp.ndarray:
+        """Return every group's sum (``group_sums`` of the panel the periods added)."""
+        if self.one_pass:
+            return _one_pass(sums, groups)
+        sizes = (self.windows[0][2], self.windows[1][2])
+        return _reduce(level=sums[: self.n_sequences], rows=self.following, sizes=sizes)
+
+
+def _one_pass(padded: jnp.ndarray, groups: jnp.ndarray) -> jnp.ndarray:
+    """Return XLA's one-pass sum of each group's rows of the padded (periods, subjects) panel."""
+    return jnp.where(groups[:, None, :], padded[:, :, None], 0.0).sum(axis=(0, 1))
+
+
+def _group_rows(members: np.ndarray, *, read: int) -> list[list[tuple[int, int]]]:
+    """Return each group's first-level (position, row) pairs: its periods among those read."""
+    return [
+        [(int(p), int(p)) for p in np.flatnonzero(members[:read, g])]
         for g in range(members.shape[1])
     ]
-    level, sizes = values, (periods, values.shape[1])
+
+
+def _reduce(
+    *, level: jnp.ndarray, rows: list[list[tuple[int, int]]], sizes: tuple[int, int]
+) -> jnp.ndarray:
+    """Return each group's sum from ``level``: XLA's windows, level after level, to the last.
+
+    ``rows[g]``: group g's (position in the first dimension, row of ``level``) pairs, sorted;
+    at first the group's periods among those read, later the windows' sums. ``sizes``: the
+    dimensions the level stands for (periods or windows, subjects or windows).
+    """
     while True:
         last = max(sizes) <= WINDOW  # then XLA sums what is left in one row-major pass
         windows = [_window(size, last=last) for size in sizes]
@@ -65,6 +151,27 @@ def _window(size: int, *, last: bool) -> tuple[int, int, int]:
     return WINDOW, (count * WINDOW - size) // 2, count
 
 
+def _sequences(
+    rows: list[list[tuple[int, int]]], *, window: tuple[int, int, int]
+) -> tuple[list[list[int]], list[list[tuple[int, int]]]]:
+    """Return the rows each (group, window of the first dimension) adds, and where each lands.
+
+    ``rows[g]``: group g's (position in the first dimension, row) pairs; ``window``: that
+    dimension's (window, low padding, windows). The second list gives, per group, its
+    (window, sequence) pairs: the next level's rows.
+    """
+    size, low, _ = window
+    sequences: list[list[int]] = []
+    following = []
+    for group_rows in rows:
+        blocks: dict[int, list[int]] = {}
+        for position, row in group_rows:
+            blocks.setdefault((position + low) // size, []).append(row)
+        following.append([(b, len(sequences) + i) for i, b in enumerate(sorted(blocks))])
+        sequences.extend(blocks[b] for b in sorted(blocks))
+    return sequences, following
+
+
 def _sum_windows(
     *,
     level: jnp.ndarray,
@@ -76,14 +183,8 @@ def _sum_windows(
 
     ``rows[g]``: group g's (position in the first dimension, row of ``level``) pairs.
     """
-    (window_0, low_0, _), (window_1, low_1, count_1) = windows
-    sequences, following = [], []
-    for group_rows in rows:
-        blocks: dict[int, list[int]] = {}
-        for position, row in group_rows:
-            blocks.setdefault((position + low_0) // window_0, []).append(row)
-        following.append([(b, len(sequences) + i) for i, b in enumerate(sorted(blocks))])
-        sequences.extend(blocks[b] for b in sorted(blocks))
+    (window_1, low_1, count_1) = windows[1]
+    sequences, following = _sequences(rows, window=windows[0])
     if not sequences:  # no group has a row: every sum is zero
         return jnp.zeros((len(rows), count_1), level.dtype), [[] for _ in rows]
     zero_row = level.shape[0]

@@ -2,9 +2,9 @@
 
 For a model with regimes solved by endogenous grids (the pipeline's), the solve (every regime's
 (DC-)EGM step, ``regimes/egm.py``), the simulation of every subject over every period (the scan
-of ``simulation/regimes.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of the
-living by age group) are traced together and compiled once per model, initial conditions and
-age groups. The estimated params are a traced vector: a change of them never recompiles
+of ``simulation/regime_steps.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of
+the living by age group, summed period by period inside the scan: ``drawn.py``) are traced
+together and compiled once per model, initial conditions and age groups. The estimated params are a traced vector: a change of them never recompiles
 (``traces`` counts the traces). Nothing leaves the device but the moments and three facts of
 the solve's report: whether the solution failed (``egm.program.FAILURE_COLUMNS``: then the moments
 are NaN, never numbers from a broken solution, and the estimation reports moments that are not
@@ -39,8 +39,8 @@ from project._xla import jit, quick_compile_options
 from project.egm.program import FAILURE_COLUMNS, REPORT_COLUMNS
 from project.egm.structure import egm_structure
 from project.estimation.choice_count import ChoiceCount, choice_counter
+from project.estimation.drawn import build_drawn_moments
 from project.estimation.errors import EstimationError
-from project.estimation.group_sums import group_sums
 from project.estimation.ratios import moment_ratio
 from project.estimation.smooth import ExitChoice, build_smooth_totals
 from project.model.params import pack_params, params_on_host, unpack_params
@@ -50,12 +50,8 @@ from project.regimes.solve import choose_regime_method
 from project.regimes.spec import RegimeModel
 from project.simulation.initial import validate_regime_initial_conditions
 from project.simulation.keys import DrawnAhead, draw_ahead_compiled
-from project.simulation.regimes import (
-    build_regime_panel,
-    draw_streams,
-    egm_period_inputs,
-    filled_states,
-)
+from project.simulation.regime_steps import build_regime_panel
+from project.simulation.regimes import draw_streams, egm_period_inputs, filled_states
 
 ESTIMATION_WINDOW = 8
 """The upper envelope's window (runs) the program starts with; ``solve`` starts with 1. An
@@ -317,28 +313,14 @@ class MomentProgram:
                 return numerator / denominator, counts, jnp.zeros(2, numerator.dtype)
 
             return smooth
-        stop, members = self.stop, self.members
-        count = choice_counter(model, self.choice)
-        panel_of = build_regime_panel(model, methods=_methods(model), stop=stop)
-        per_period = jax.vmap(ratio_of, in_axes=(0, 0, 0, None, 0, 0))
-
-        def drawn(panel, groups):  # noqa: ANN001, ANN202
-            codes, states, actions, _ = panel_of(*panel)
-            params, periods, ages = panel[4], panel[5], panel[6]
-            ratio = per_period(codes, states, actions, params, periods[:stop], ages[:stop])
-            read = jnp.isin(codes, living_codes) & (ratio > 0)
-            # Each group's subject-years, summed in the order of a sum over the whole panel's
-            # periods x subjects x groups (``group_sums``: the same bits, without that array).
-            log_ratio = jnp.log(jnp.where(read, ratio, 1.0))  # log 1 = +0, never -0
-            totals = group_sums(values=log_ratio, members=members, groups=groups)
-            # Counts are exact in any order: per period first, not over every subject-year
-            # of every group (the subject-years of a group; the subjects with one).
-            member = groups[:stop].astype(jnp.int32)
-            years = read.sum(axis=1, dtype=jnp.int32) @ member
-            living = (read.T.astype(jnp.int32) @ member > 0).sum(axis=0)
-            return totals / years, living, count(codes, actions, totals.dtype)
-
-        return drawn
+        return build_drawn_moments(
+            model,
+            methods=_methods(model),
+            members=self.members,
+            stop=self.stop,
+            subjects=int(self.ids.shape[0]),
+            choice=self.choice,
+        )
 
 
 def _with_jacobian(one: Any) -> Any:

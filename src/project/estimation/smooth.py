@@ -36,7 +36,7 @@ from project.estimation.errors import EstimationError
 from project.points import float_dtype
 from project.regimes.spec import REGIME_TRANSITION, RegimeModel
 from project.simulation.keys import stream_uniform, subject_keys
-from project.simulation.regimes import REGIME_STREAM, period_step, regime_at_uniform
+from project.simulation.regime_steps import REGIME_STREAM, period_step, regime_at_uniform
 from project.simulation.steps import build_advance, choice_actions
 from project.solver.sweep import compose
 
