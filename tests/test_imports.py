@@ -2,7 +2,8 @@
 
 Oracles: the modules a real call loads (``sys.modules`` after it) lie inside the closure; each
 task in ``tasks.py`` declares exactly what ``modules_run_by`` finds; lazy exports resolve to the
-one module they name.
+one module they name; the closure read from the facts file equals the closure parsed afresh,
+and a damaged facts file is never read.
 """
 
 import json
@@ -19,6 +20,18 @@ from project.imports import SOURCE_ROOT, import_closure, module_file, modules_ru
 from project.task_sources import RUNS, runs_sources
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def own_facts(tmp_path, monkeypatch):
+    """Give each test an empty facts store and file (not the user's), and no stale closures."""
+    from project import imports
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(imports, "_FACTS", imports._FactStore())
+    imports._imports_of.cache_clear()
+    yield
+    imports._imports_of.cache_clear()
 
 
 def relative(paths) -> set[str]:
@@ -265,3 +278,90 @@ def test_no_module_asks_which_solution_class_it_holds():
             if kinds & SOLUTION_CLASSES and name != FORMAT_READER:
                 asked.append(f"{name}:{node.lineno}")
     assert not asked, asked
+
+
+def parses_of(monkeypatch) -> list[int]:
+    """Count the modules parsed for their facts from now on."""
+    from project import imports
+
+    count = [0]
+    read = imports.ModuleFacts.read.__func__
+
+    def counted(cls, tree):
+        count[0] += 1
+        return read(cls, tree)
+
+    monkeypatch.setattr(imports.ModuleFacts, "read", classmethod(counted))
+    return count
+
+
+def fresh_reading():
+    """Forget this process's facts and closures: the next closure reads the facts file."""
+    from project import imports
+
+    imports._FACTS = imports._FactStore()
+    imports._imports_of.cache_clear()
+
+
+def test_a_new_process_reads_the_facts_file_and_parses_nothing(monkeypatch):
+    from project.imports import facts_file
+
+    parsed = parses_of(monkeypatch)
+    first = import_closure(["project.pipeline"])
+    assert parsed[0] > 100 and facts_file().is_file()
+    fresh_reading()
+    parsed[0] = 0
+    assert import_closure(["project.pipeline"]) == first
+    assert parsed[0] == 0
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "not json",
+        '{"version": 1, "facts": {"1-3.11-x": 5}}',
+        '{"version": 999, "facts": {}}',
+        "[]",
+        "truncate",
+    ],
+)
+def test_a_damaged_facts_file_is_not_read_and_is_written_anew(monkeypatch, damage):
+    from project.imports import FACTS_VERSION, facts_file
+
+    expected = import_closure(["project.pipeline"])
+    target = facts_file()
+    if damage == "truncate":  # a half-written file (saves replace the file whole)
+        target.write_text(target.read_text()[: len(target.read_text()) // 2])
+    else:
+        target.write_text(damage)
+    fresh_reading()
+    parsed = parses_of(monkeypatch)
+    assert import_closure(["project.pipeline"]) == expected
+    assert parsed[0] > 100  # parsed again
+    data = json.loads(target.read_text())
+    assert data["version"] == FACTS_VERSION and len(data["facts"]) >= parsed[0]
+
+
+def test_facts_of_wrong_types_are_refused():
+    from project.imports import ModuleFacts
+
+    good = ModuleFacts(("project.a",), ((1, "b", ("c",)),), ("project.d",), {"e": "project.f"})
+    assert ModuleFacts.from_json(json.loads(json.dumps(good.to_json()))) == good
+    for bad in (
+        [["project.a"], [[1, "b", [2]]], [], {}],
+        [[3], [], [], {}],
+        [[], [], [], {"e": 1}],
+    ):
+        with pytest.raises(ValueError, match="not a module's facts"):
+            ModuleFacts.from_json(bad)
+
+
+def test_an_unwritable_cache_leaves_the_closure_right(tmp_path, monkeypatch):
+    from project.imports import facts_file
+
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
+    fresh_reading()
+    closure = import_closure(["project.pipeline"])
+    assert "project.pipeline" in closure and not facts_file().exists()
