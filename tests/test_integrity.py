@@ -237,6 +237,8 @@ SAVE_FOREVER = textwrap.dedent("""
 
     solutions = [solution(0.95), solution(0.9)]
     target = Path(sys.argv[1])
+    print("loaded", flush=True)
+    sys.stdin.readline()  # the test's go: the writer before this one is dead
     save_solution(solution=solutions[0], directory=target)
     print("ready", flush=True)
     turn = 1
@@ -248,28 +250,47 @@ SAVE_FOREVER = textwrap.dedent("""
 
 @pytest.mark.slow
 def test_random_kills_of_real_saves_leave_a_complete_solution_and_no_leftovers(tmp_path):
+    """Writers in turn on one product, each killed at a random moment of its saves.
+
+    Each writer starts (imports, builds its solutions) while the one before it still saves,
+    and touches the product only once that one is dead.
+    """
     model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
     target = tmp_path / "solution"
     generator = random.Random(20261124)
     trials = 20
-    for _ in range(trials):
-        process = subprocess.Popen(
+
+    def writer() -> subprocess.Popen:
+        return subprocess.Popen(
             [sys.executable, "-c", SAVE_FOREVER, str(target)],
             env=ENV,
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
         )
-        try:
-            assert process.stdout.readline().strip() == "ready"
-            time.sleep(generator.uniform(0.0, 0.4))
-        finally:
-            process.kill()
-            process.wait(timeout=30)
-        loaded = load_solution(directory=target, model=model)
-        beta = float(loaded.params["beta"])
-        assert beta in (pytest.approx(0.95), pytest.approx(0.9))
-        np.testing.assert_allclose(np.asarray(loaded.value_function[1]), beta, rtol=1e-6)
+
+    following = writer()
+    try:
+        for trial in range(trials):
+            process, following = following, writer() if trial + 1 < trials else None
+            try:
+                assert process.stdout.readline().strip() == "loaded"
+                process.stdin.write("go\n")
+                process.stdin.flush()
+                assert process.stdout.readline().strip() == "ready"
+                time.sleep(generator.uniform(0.0, 0.4))
+            finally:
+                process.kill()
+                process.wait(timeout=30)
+            loaded = load_solution(directory=target, model=model)
+            beta = float(loaded.params["beta"])
+            assert beta in (pytest.approx(0.95), pytest.approx(0.9))
+            np.testing.assert_allclose(np.asarray(loaded.value_function[1]), beta, rtol=1e-6)
+    finally:
+        if following is not None:
+            following.kill()
+            following.wait(timeout=30)
     save_solution(solution=loaded, directory=target)
     assert leftovers(target) == []
 
