@@ -328,7 +328,7 @@ def test_a_new_process_reads_the_facts_file_and_parses_nothing(monkeypatch):
 def test_a_damaged_facts_file_is_not_read_and_is_written_anew(monkeypatch, damage):
     from project.imports import FACTS_VERSION, facts_file
 
-    expected = import_closure(["project.pipeline"])
+    expected = import_closure(["project.task_sources"])
     target = facts_file()
     if damage == "truncate":  # a half-written file (saves replace the file whole)
         target.write_text(target.read_text()[: len(target.read_text()) // 2])
@@ -336,10 +336,10 @@ def test_a_damaged_facts_file_is_not_read_and_is_written_anew(monkeypatch, damag
         target.write_text(damage)
     fresh_reading()
     parsed = parses_of(monkeypatch)
-    assert import_closure(["project.pipeline"]) == expected
-    assert parsed[0] > 100  # parsed again
+    assert import_closure(["project.task_sources"]) == expected
+    assert parsed[0] == len(expected) > 3  # every module parsed again, once
     data = json.loads(target.read_text())
-    assert data["version"] == FACTS_VERSION and len(data["facts"]) >= parsed[0]
+    assert data["version"] == FACTS_VERSION and len(data["facts"]) == len(expected)
 
 
 def test_facts_of_wrong_types_are_refused():
@@ -363,5 +363,5 @@ def test_an_unwritable_cache_leaves_the_closure_right(tmp_path, monkeypatch):
     blocked.write_text("a file where the cache folder would be")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     fresh_reading()
-    closure = import_closure(["project.pipeline"])
-    assert "project.pipeline" in closure and not facts_file().exists()
+    closure = import_closure(["project.task_sources"])
+    assert "project.imports" in closure and not facts_file().exists()
