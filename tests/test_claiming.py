@@ -265,6 +265,71 @@ def test_the_calibrated_slopes_are_the_implicit_function_theorem_s_on_a_linear_s
     np.testing.assert_allclose(corrected.standard_errors, np.sqrt(np.diag(expected)), rtol=1e-7)
 
 
+def panel_moments(program):
+    """Return the drawn moments as the program took them before summing inside the scan.
+
+    The whole panel of the periods read (``build_regime_panel``), each period's ratio (a
+    ``vmap`` over periods), the group sums over the panel (``group_sums``) and the counts read
+    off the panel: the oracle of ``estimation.drawn``.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from project.egm.structure import egm_structure
+    from project.estimation.choice_count import choice_counter
+    from project.estimation.group_sums import group_sums
+    from project.estimation.ratios import moment_ratio
+    from project.simulation.regime_steps import build_regime_panel
+
+    model, stop, members = program.model, program.stop, program.members
+    methods = {r: egm_structure(v).method for r, v in model.regimes.items()}
+    ratio_of = jax.vmap(moment_ratio(model), in_axes=(0, 0, 0, None, 0, 0))
+    living_codes = jnp.asarray([model.code(r) for r in model.regimes])
+    count = choice_counter(model, program.choice)
+    panel_of = build_regime_panel(model, methods=methods, stop=stop)
+
+    def drawn(panel, groups):
+        codes, states, actions, _ = panel_of(*panel)
+        params, periods, ages = panel[4], panel[5], panel[6]
+        ratio = ratio_of(codes, states, actions, params, periods[:stop], ages[:stop])
+        read = jnp.isin(codes, living_codes) & (ratio > 0)
+        totals = group_sums(
+            values=jnp.log(jnp.where(read, ratio, 1.0)), members=members, groups=groups
+        )
+        member = groups[:stop].astype(jnp.int32)
+        years = read.sum(axis=1, dtype=jnp.int32) @ member
+        living = (read.T.astype(jnp.int32) @ member > 0).sum(axis=0)
+        return totals / years, living, count(codes, actions, totals.dtype)
+
+    return drawn
+
+
+def test_the_moments_summed_in_the_scan_are_the_panel_s_bit_for_bit(small_model, x64):
+    """Moments, living subjects and the claim count equal the panel's, to the bit."""
+    from project.estimation.choice_count import ChoiceCount
+    from project.estimation.lifecycle import LifecycleMoments
+
+    model, params, initial = small_model
+    common = {
+        "model": model,
+        "base_params": params | {"work_cost": 0.6},
+        "initial_conditions": initial,
+        "seed": 4,
+        "age_groups": [(25, 30), (40, 45), (55, 60)],
+        "estimated": ("crra", "beta", "work_cost"),
+        "choice": ChoiceCount(regime="working", action="claim", label="claim", age=61),
+    }
+    scanned = LifecycleMoments(**common).program
+    reference = LifecycleMoments(**common).program
+    reference._moments = lambda: panel_moments(reference)
+    assert scanned.stop > 32  # the sums run in windows (more than one window of periods)
+    for point in ([1.2, 0.95, 0.55], [2.0, 0.97, 0.62]):
+        got = scanned._run(np.array([point]), derivative=False)
+        expected = reference._run(np.array([point]), derivative=False)
+        assert [x.tobytes() for x in got] == [x.tobytes() for x in expected]
+        assert got[-1][0][1] > 0  # some claim
+
+
 def test_the_program_counts_the_claims_the_simulated_table_holds(small_model, x64):
     from project.estimation.choice_count import ChoiceCount
     from project.estimation.held import HeldMoments

@@ -97,11 +97,11 @@ def scanned_sums(values: np.ndarray, members: np.ndarray, options: dict) -> np.n
 
     def by_period(v, groups):
         def add(sums, row):
-            return scanned.add(sums, row[0], row[1]), None
+            return scanned.add(sums, values=row[0], period=row[1]), None
 
         periods = jnp.arange(v.shape[0], dtype=jnp.int32)
         sums, _ = jax.lax.scan(add, scanned.start(v.dtype), (v, periods))
-        return scanned.finish(sums, groups)
+        return scanned.finish(sums, groups=groups)
 
     return np.asarray(jax.jit(by_period, compiler_options=options)(values, members))
 

@@ -287,9 +287,9 @@ def parses_of(monkeypatch) -> list[int]:
     count = [0]
     read = imports.ModuleFacts.read.__func__
 
-    def counted(cls, tree):
+    def counted(cls, tree, **options):
         count[0] += 1
-        return read(cls, tree)
+        return read(cls, tree, **options)
 
     monkeypatch.setattr(imports.ModuleFacts, "read", classmethod(counted))
     return count
@@ -319,14 +319,14 @@ def test_a_new_process_reads_the_facts_file_and_parses_nothing(monkeypatch):
     "damage",
     [
         "not json",
-        '{"version": 1, "facts": {"1-3.11-x": 5}}',
-        '{"version": 999, "facts": {}}',
+        '{"format": 1, "facts": {"a-3.11-b": 5}}',
+        '{"format": 999, "facts": {}}',
         "[]",
         "truncate",
     ],
 )
 def test_a_damaged_facts_file_is_not_read_and_is_written_anew(monkeypatch, damage):
-    from project.imports import FACTS_VERSION, facts_file
+    from project.imports import FACTS_FORMAT, facts_file
 
     expected = import_closure(["project.task_sources"])
     target = facts_file()
@@ -339,7 +339,27 @@ def test_a_damaged_facts_file_is_not_read_and_is_written_anew(monkeypatch, damag
     assert import_closure(["project.task_sources"]) == expected
     assert parsed[0] == len(expected) > 3  # every module parsed again, once
     data = json.loads(target.read_text())
-    assert data["version"] == FACTS_VERSION and len(data["facts"]) == len(expected)
+    assert data["format"] == FACTS_FORMAT and len(data["facts"]) == len(expected)
+
+
+def test_facts_another_reader_wrote_are_kept_and_never_read(monkeypatch):
+    """Entries are keyed by the reader's source: another checkout's reader neither serves ours
+    (its facts may be read differently) nor loses its entries when ours are written."""
+    from project import imports
+
+    expected = import_closure(["project.task_sources"])
+    target = imports.facts_file()
+    data = json.loads(target.read_text())
+    ours = imports._reader_digest()
+    lying = imports.ModuleFacts((), (), (), {}).to_json()  # "imports nothing"
+    foreign = {key.replace(ours, "0" * len(ours)): lying for key in data["facts"]}
+    target.write_text(json.dumps({"format": data["format"], "facts": foreign}))
+    fresh_reading()
+    parsed = parses_of(monkeypatch)
+    assert import_closure(["project.task_sources"]) == expected  # the lying entries unread
+    assert parsed[0] == len(expected)
+    kept = json.loads(target.read_text())["facts"]
+    assert set(foreign) <= set(kept) and len(kept) == 2 * len(expected)
 
 
 def test_facts_of_wrong_types_are_refused():
@@ -357,11 +377,11 @@ def test_facts_of_wrong_types_are_refused():
 
 
 def test_an_unwritable_cache_leaves_the_closure_right(tmp_path, monkeypatch):
-    from project.imports import facts_file
-
+    expected = import_closure(["project.task_sources"])
     blocked = tmp_path / "blocked"
     blocked.write_text("a file where the cache folder would be")
     monkeypatch.setenv("XDG_CACHE_HOME", str(blocked))
     fresh_reading()
-    closure = import_closure(["project.task_sources"])
-    assert "project.imports" in closure and not facts_file().exists()
+    parsed = parses_of(monkeypatch)
+    assert import_closure(["project.task_sources"]) == expected  # no error: parsed, not saved
+    assert parsed[0] == len(expected)

@@ -20,9 +20,10 @@ Each module's imports are read once per state of the source tree (``_imports_of`
 a digest of every module file's path and bytes): ``tasks.py`` asks for the closure of each of
 its tasks, and parsing every module again for each took 12 s of every build's start. What a
 module's syntax says (``ModuleFacts``: its imports, the module names in its strings, its lazy
-exports) is kept on disk too, keyed by the digest of its bytes (``FACTS_FILE``, beside the
-compilation cache; safe to delete): a build's start parsed all 190 modules again, 0.5 s of each
-``pytask``, where now it reads one file. A damaged or foreign file is ignored and written anew.
+exports) is kept on disk too, keyed by the digest of its bytes and of this reader's own source
+(``facts_file()``, beside the compilation cache; safe to delete): a build's start parsed all
+190 modules again, 0.5 s of each ``pytask``, where now it reads one file. A damaged file is
+ignored and written anew; another reader's entries (another checkout's) are kept beside ours.
 """
 
 from __future__ import annotations
@@ -48,10 +49,10 @@ PACKAGE = "project"
 READS = 3
 """How often a closure is read again when a module changed while it was read."""
 SOURCE_ROOT = Path(__file__).resolve().parent.parent
-FACTS_VERSION = 1
-"""Raise when ``ModuleFacts`` or how they are read changes: older entries are then not read."""
-FACTS_KEPT = 4096
-"""The most module states the facts file keeps (the latest written)."""
+FACTS_FORMAT = 1
+"""The facts file's layout (an entry's key names the reader that wrote it: ``_facts_key``)."""
+FACTS_KEPT = 1024
+"""The most module states the facts file keeps (those read last; about 0.5 MB)."""
 
 
 def facts_file() -> Path:
@@ -175,20 +176,21 @@ class ModuleFacts:
     exports: dict[str, str]
 
     @classmethod
-    def read(cls, tree: ast.Module) -> ModuleFacts:
-        """Return the facts of a parsed module (or a function's body)."""
+    def read(cls, tree: ast.Module, *, package: bool = False) -> ModuleFacts:
+        """Return the facts of a parsed module or function body (``package``: an ``__init__``)."""
         imports, froms, strings = [], [], []
         for node in _nodes_outside_lazy_exports(tree):
             if isinstance(node, ast.Import):
                 imports += [a.name for a in node.names if _ours(a.name)]
-            elif isinstance(node, ast.ImportFrom):
+            elif isinstance(node, ast.ImportFrom) and (node.level or _ours(node.module or "")):
                 names = tuple(a.name for a in node.names)
                 froms.append((node.level, node.module or "", names))
             elif (
                 isinstance(node, ast.Constant) and isinstance(node.value, str) and _ours(node.value)
             ):
                 strings.append(node.value)
-        return cls(tuple(imports), tuple(froms), tuple(strings), _exports_in(tree))
+        exports = _exports_in(tree) if package else {}
+        return cls(tuple(imports), tuple(froms), tuple(strings), exports)
 
     def imported(self, *, package: str) -> set[str]:
         """Return the ``project`` modules these imports run, relative ones from ``package``."""
@@ -230,6 +232,7 @@ class _FactStore:
     def __init__(self) -> None:
         self._entries: dict[str, ModuleFacts] | None = None
         self._new: dict[str, ModuleFacts] = {}
+        self._used: set[str] = set()
 
     def of(self, path: Path) -> ModuleFacts:
         """Return the facts of the module file ``path`` (parsed only if no entry has them)."""
@@ -237,17 +240,23 @@ class _FactStore:
         key = _facts_key(content)
         entries = self._loaded()
         if key not in entries:
-            entries[key] = self._new[key] = ModuleFacts.read(ast.parse(content))
+            package = path.name == "__init__.py"
+            entries[key] = self._new[key] = ModuleFacts.read(ast.parse(content), package=package)
+        self._used.add(key)
         return entries[key]
 
     def save(self) -> None:
-        """Write the new facts, with those on disk (the latest ``FACTS_KEPT``), atomically."""
+        """Write the new facts beside those on disk, atomically (``FACTS_KEPT``: those read last).
+
+        Where nothing was parsed the file stays as it is.
+        """
         if not self._new:
             return
         target = facts_file()
         merged = {k: v.to_json() for k, v in _read_facts(target).items()}
         merged |= {k: v.to_json() for k, v in self._new.items()}
-        kept = dict(list(merged.items())[-FACTS_KEPT:])
+        order = [k for k in merged if k not in self._used] + [k for k in merged if k in self._used]
+        kept = {k: merged[k] for k in order[-FACTS_KEPT:]}
         temporary = None
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -255,7 +264,7 @@ class _FactStore:
                 "w", dir=target.parent, prefix=".import-facts.", delete=False
             ) as handle:
                 temporary = Path(handle.name)
-                json.dump({"version": FACTS_VERSION, "facts": kept}, handle)
+                json.dump({"format": FACTS_FORMAT, "facts": kept}, handle)
             temporary.replace(target)
         except OSError as error:  # a read-only home: the next start parses again
             logger.debug("Module facts not saved to %s: %s", target, error)
@@ -271,15 +280,22 @@ class _FactStore:
 
 
 def _facts_key(content: bytes) -> str:
+    """Return the key of a module's facts: this reader, the Python version and the bytes."""
     python = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return f"{FACTS_VERSION}-{python}-{hashlib.sha256(content).hexdigest()}"
+    return f"{_reader_digest()}-{python}-{hashlib.sha256(content).hexdigest()}"
+
+
+@functools.cache
+def _reader_digest() -> str:
+    """Return a digest of this module's source: an edit of how facts are read changes keys."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 
 def _read_facts(path: Path) -> dict[str, ModuleFacts]:
     """Return the facts a file holds; nothing from a missing, damaged or foreign file."""
     try:
         data = json.loads(path.read_text())
-        if data.get("version") != FACTS_VERSION:
+        if data.get("format") != FACTS_FORMAT:
             return {}
         return {str(k): ModuleFacts.from_json(v) for k, v in data["facts"].items()}
     except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
@@ -323,7 +339,7 @@ def _lazy_exports(package: str) -> dict[str, str]:
     path = module_file(package)
     if path is None or path.name != "__init__.py":
         return {}
-    return _FACTS.of(path).exports
+    return dict(_FACTS.of(path).exports)
 
 
 def _exports_in(tree: ast.Module) -> dict[str, str]:

@@ -58,7 +58,8 @@ def build_drawn_moments(
             ratio = ratio_of(here_codes, here_states, actions, params, period, age)
             read = jnp.isin(here_codes, living_codes) & (ratio > 0)
             member = groups[period]
-            logs = sums.add(logs, jnp.log(jnp.where(read, ratio, 1.0)), period)  # log 1 = +0
+            # log 1 = +0 where a subject-year is not read (never -0: the sums' bits rely on it)
+            logs = sums.add(logs, values=jnp.log(jnp.where(read, ratio, 1.0)), period=period)
             years = years + read.sum(dtype=jnp.int32) * member.astype(jnp.int32)
             for layer in layers:  # the subjects read in the period's group(s)
                 group = jnp.asarray(layer)[period]
@@ -76,7 +77,7 @@ def build_drawn_moments(
         if final is not None:  # every period simulated: the terminal one's record too
             totals, _ = reduce(totals, final, periods[-1], ages[-1])
         logs, years, read_by, counted = totals
-        return sums.finish(logs, groups) / years, read_by[:-1].sum(axis=1), counted
+        return sums.finish(logs, groups=groups) / years, read_by[:-1].sum(axis=1), counted
 
     return moments
 

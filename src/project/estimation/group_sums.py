@@ -56,8 +56,10 @@ class ScannedGroupSums:
     ``finish`` returns what ``group_sums`` returns for the whole panel, to the bit, without the
     panel: the first level's windows are summed as the periods arrive (each window's additions
     in the same order, a period's subjects after the earlier periods'), the later levels at the
-    end. ``members``: (periods, groups), static; ``read``: the periods the scan adds;
-    ``subjects``: the subjects a period holds.
+    end. Where no dimension exceeds ``WINDOW`` it keeps the small panel and takes XLA's one-pass
+    sum, as ``group_sums`` does; XLA's order there depends on the program around the sum, so
+    the two agree to rounding, not always to the bit. ``members``: (periods, groups), static;
+    ``read``: the periods the scan adds; ``subjects``: the subjects a period holds.
     """
 
     def __init__(self, *, members: np.ndarray, read: int, subjects: int) -> None:
@@ -86,7 +88,7 @@ class ScannedGroupSums:
             return jnp.zeros(self.sizes, dtype)
         return jnp.zeros((self.n_sequences + 1, self.windows[1][2]), dtype)
 
-    def add(self, sums: jnp.ndarray, values: jnp.ndarray, period: jnp.ndarray) -> jnp.ndarray:
+    def add(self, sums: jnp.ndarray, *, values: jnp.ndarray, period: jnp.ndarray) -> jnp.ndarray:
         """Return ``sums`` with ``values`` (subjects,) of ``period`` added."""
         if self.one_pass:
             return sums.at[period].set(values)
@@ -101,7 +103,7 @@ class ScannedGroupSums:
             sums = sums.at[row].set(window_sum)
         return sums
 
-    def finish(self, sums: jnp.ndarray, groups: jnp.ndarray) -> jnp.ndarray:
+    def finish(self, sums: jnp.ndarray, *, groups: jnp.ndarray) -> jnp.ndarray:
         """Return every group's sum (``group_sums`` of the panel the periods added)."""
         if self.one_pass:
             return _one_pass(sums, groups)

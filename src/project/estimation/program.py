@@ -1,17 +1,17 @@
 """The life-cycle moments as one compiled program: the estimated params in, the moments out.
 
 For a model with regimes solved by endogenous grids (the pipeline's), the solve (every regime's
-(DC-)EGM step, ``regimes/egm.py``), the simulation of every subject over every period (the scan
-of ``simulation/regime_steps.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of
-the living by age group, summed period by period inside the scan: ``drawn.py``) are traced
-together and compiled once per model, initial conditions and age groups. The estimated params are a traced vector: a change of them never recompiles
-(``traces`` counts the traces). Nothing leaves the device but the moments and three facts of
-the solve's report: whether the solution failed (``egm.program.FAILURE_COLUMNS``: then the moments
-are NaN, never numbers from a broken solution, and the estimation reports moments that are not
-finite, naming the params; near crra = 1 V's consumption equivalent overflows), whether the
-upper envelope's window was too narrow, and the widest run, which widens the window and
-recompiles once, as ``solve`` does (the program starts with a window of ``ESTIMATION_WINDOW``
-runs, wider than ``solve``'s, to make that rare).
+(DC-)EGM step, ``regimes/egm.py``), the simulation of every subject over every period (the scan of
+``simulation/regime_steps.py``) and the moments (``lifecycle.py``: mean log wealth-to-income of the
+living by age group, summed period by period inside the scan: ``drawn.py``) are traced together and
+compiled once per model, initial conditions and age groups. The estimated params are a traced
+vector: a change of them never recompiles (``traces`` counts the traces). Nothing leaves the device
+but the moments and three facts of the solve's report: whether the solution failed
+(``egm.program.FAILURE_COLUMNS``: then the moments are NaN, never numbers from a broken solution,
+and the estimation reports moments that are not finite, naming the params; near crra = 1 V's
+consumption equivalent overflows), whether the upper envelope's window was too narrow, and the
+widest run, which widens the window and recompiles once, as ``solve`` does (the program starts with
+a window of ``ESTIMATION_WINDOW`` runs, wider than ``solve``'s, to make that rare).
 
 ``batch(values)`` evaluates many param vectors in one call (``jax.vmap``): an optimiser's
 finite-difference points or a multistart's sample. A single point runs a program of its own,
@@ -157,8 +157,8 @@ class MomentProgram:
     def living(self, values: np.ndarray) -> np.ndarray:
         """Return the simulated subjects alive in each age group at ``values``.
 
-        Drawn moments: the distinct subjects with a living year in the group, counted on the
-        program's panel (what ``subjects_per_group`` counts on the simulated table). Smooth
+        Drawn moments: the distinct subjects with a living year in the group, counted as the
+        program simulates (what ``subjects_per_group`` counts on the simulated table). Smooth
         moments: their expected number (alive at the group's first age; death is absorbing),
         from the Jacobian's program, the one an estimation on smooth moments compiles.
         """
@@ -284,7 +284,10 @@ class MomentProgram:
         return table
 
     def _moments(self) -> Any:
-        """Return ``moments(panel, groups)``: drawn (a simulated panel) or smooth.
+        """Return ``moments(panel, groups)``: drawn (summed as the scan simulates) or smooth.
+
+        ``panel`` is the scan's inputs (initial regimes and states, subjects, the solve's
+        arrays, params, periods, ages, seed).
 
         It gives the moments, the living subjects of each group (``living``) and the choice
         count (deciding, choosing; zeros without a ``choice``).
