@@ -112,10 +112,13 @@ def category_at(*, uniform: jnp.ndarray, probabilities: jnp.ndarray) -> jnp.ndar
     bounds = cdf[:-1] / cdf[-1]
     # Count in rows of at most COUNT_ROW bounds (padded with +inf, which no uniform reaches):
     # XLA's CPU backend splits a longer sum into a reduce-window that cannot fuse with the
-    # comparison, so the comparisons would be written out (subjects x categories) first.
-    rows = -(-bounds.shape[-1] // COUNT_ROW)
-    padded = jnp.pad(bounds, (0, rows * COUNT_ROW - bounds.shape[-1]), constant_values=jnp.inf)
-    above = uniform >= padded.reshape(rows, COUNT_ROW)
+    # comparison, so the comparisons would be written out (subjects x categories) first. Fewer
+    # bounds than a row are one row of their own (a regime transition's two bounds are not
+    # compared sixteen times).
+    width = max(1, min(COUNT_ROW, bounds.shape[-1]))
+    rows = -(-bounds.shape[-1] // width)
+    padded = jnp.pad(bounds, (0, rows * width - bounds.shape[-1]), constant_values=jnp.inf)
+    above = uniform >= padded.reshape(rows, width)
     count = jnp.sum(jnp.sum(above, axis=-1, dtype=jnp.int32), dtype=jnp.int32)
     return jnp.minimum(count, probabilities.shape[0] - 1)
 
