@@ -291,3 +291,23 @@ def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments
     whole = LifecycleMoments(**common)
     whole.program.stop = model.n_periods  # before its first call builds the program
     np.testing.assert_array_equal(compiled(point), whole(point))  # the same sums, bit for bit
+
+
+def test_a_regime_nobody_is_in_is_skipped_and_gives_zeros_nobody_reads():
+    """``_where_present`` runs a regime's step only where some subject is in the regime."""
+    from project.simulation.regime_steps import _where_present
+
+    def run(x):
+        return x * 2, {"next": (x + 1).astype(jnp.int32)}
+
+    x = jnp.arange(3.0) + 1
+
+    def stepped(here):
+        return _where_present(here, run, x)
+
+    some = jax.jit(stepped)(jnp.array([False, True, False]))
+    nobody = jax.jit(stepped)(jnp.zeros(3, bool))
+    np.testing.assert_array_equal(some[0], [2.0, 4.0, 6.0])
+    np.testing.assert_array_equal(some[1]["next"], [2, 3, 4])
+    np.testing.assert_array_equal(nobody[0], [0.0, 0.0, 0.0])
+    assert nobody[1]["next"].dtype == jnp.int32 and not nobody[1]["next"].any()

@@ -132,12 +132,23 @@ def period_step(
             keys = subject_keys(seed=seed, subject_ids=ids, period=period)
             uniform = jax.vmap(lambda k: stream_uniform(key=k, stream=REGIME_STREAM))(keys)
         for regime in names:
-            view = model.regimes[regime]
             here = codes == model.code(regime)
-            own = {s: states[s] for s in view.state_names}
+            own = {s: states[s] for s in model.regimes[regime].state_names}
             step = steps[regime]["terminal" if last else "regular"]
-            chosen, regime_value, following = step(
-                own, ids, inputs[regime], params, points[regime], period, age, seed
+
+            def stepped(own, inputs_r, params, period, age, uniform, step=step, regime=regime):  # noqa: ANN001, ANN202
+                chosen, regime_value, following = step(
+                    own, ids, inputs_r, params, points[regime], period, age, seed
+                )
+                if last:
+                    return chosen, regime_value, following, None
+                drawn = jax.vmap(draws[regime], in_axes=(0, 0, 0, None, None, None))(
+                    own, chosen, uniform, params, period, age
+                )
+                return chosen, regime_value, following, drawn
+
+            chosen, regime_value, following, drawn = _where_present(
+                here, stepped, own, inputs[regime], params, period, age, uniform
             )
             value = jnp.where(here, regime_value, value)
             for action, values in chosen.items():
@@ -148,9 +159,6 @@ def period_step(
                 continue
             for state, values in following.items():
                 next_states[state] = jnp.where(here, values, next_states[state])
-            drawn = jax.vmap(draws[regime], in_axes=(0, 0, 0, None, None, None))(
-                own, chosen, uniform, params, period, age
-            )
             next_codes = jnp.where(here, drawn, next_codes)
         for regime, evaluate in terminal.items():
             here = codes == model.code(regime)
@@ -158,6 +166,20 @@ def period_step(
         return actions, value, next_states, next_codes
 
     return period
+
+
+def _where_present(here: jnp.ndarray, run: Callable[..., Any], *args: Any) -> Any:
+    """Return ``run(*args)`` where some subject is ``here``, else zeros of its results' shapes.
+
+    A regime nobody is in this period (no one has retired before the earliest claim) is not
+    stepped: every result is read only where ``here``. Under ``vmap`` both branches run.
+    """
+    shapes = jax.eval_shape(run, *args)
+
+    def absent(*_: Any) -> Any:
+        return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+
+    return jax.lax.cond(jnp.any(here), run, absent, *args)
 
 
 def regime_at_uniform(view: RegimeView) -> Callable[..., jax.Array]:
