@@ -131,6 +131,11 @@ def flushed(x: np.ndarray) -> np.ndarray:
     uniform=st.floats(0.0, 1.0, exclude_max=True),
 )
 @example(weights=[7.538326164063258e-39, 1.0], uniform=0.0)  # a subnormal weight (CI found it)
+@example(weights=[1.0], uniform=0.5)  # no bound
+@example(weights=[0.2, 0.3, 0.5], uniform=0.2)  # fewer bounds than a row, at a bound
+@example(weights=[1 / 17] * 17, uniform=0.99)  # one row of 16 bounds, full
+@example(weights=[1 / 18] * 18, uniform=0.97)  # 17 bounds: a second row
+@example(weights=[1 / 34] * 34, uniform=0.985)  # 33 bounds: three rows
 def test_the_category_counted_in_rows_is_the_inverse_cdf(weights, uniform):
     probabilities = jnp.asarray(weights, jnp.float32)
     cdf = np.cumsum(flushed(np.asarray(probabilities)))

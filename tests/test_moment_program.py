@@ -294,7 +294,7 @@ def test_moments_of_early_groups_stop_the_simulation_and_equal_the_table_moments
 
 
 def test_a_regime_nobody_is_in_is_skipped_and_gives_zeros_nobody_reads():
-    """``_where_present`` runs a regime's step only where some subject is in the regime."""
+    """``_where_present`` runs a regime's step in a program only where some subject is in it."""
     from project.simulation.regime_steps import _where_present
 
     def run(x):
@@ -311,3 +311,32 @@ def test_a_regime_nobody_is_in_is_skipped_and_gives_zeros_nobody_reads():
     np.testing.assert_array_equal(some[1]["next"], [2, 3, 4])
     np.testing.assert_array_equal(nobody[0], [0.0, 0.0, 0.0])
     assert nobody[1]["next"].dtype == jnp.int32 and not nobody[1]["next"].any()
+    eager = stepped(jnp.zeros(3, bool))  # outside a program: stepped, as before
+    np.testing.assert_array_equal(eager[0], [2.0, 4.0, 6.0])
+
+
+@pytest.mark.parametrize("smooth", [False, True])
+def test_skipping_the_empty_regimes_leaves_the_moments_bit_for_bit(mortal, monkeypatch, smooth):
+    """The program with empty regimes skipped equals the one stepping every regime always.
+
+    Everyone starts working, so the retired regime is empty at first. Drawn moments, a batch
+    (where ``vmap`` runs both branches) and the smooth moments with their exact Jacobian.
+    """
+    from project.simulation import regime_steps
+
+    common = moment_settings(mortal, GROUPS) | {"smooth": smooth}
+    assert set(np.asarray(mortal[2]["regime"]).tolist()) == {mortal[0].code("working")}
+    points = np.array([[2.5, 0.95], [3.0, 0.9]])
+    skipping = LifecycleMoments(**common).program
+    results = [
+        skipping._run(points[:1], derivative=smooth),
+        skipping._run(points, derivative=False),
+    ]
+    monkeypatch.setattr(regime_steps, "_where_present", lambda here, run, *args: run(*args))
+    stepping = LifecycleMoments(**common).program
+    expected = [
+        stepping._run(points[:1], derivative=smooth),
+        stepping._run(points, derivative=False),
+    ]
+    for got, want in zip(results, expected, strict=True):
+        assert [x.tobytes() for x in got] == [x.tobytes() for x in want]

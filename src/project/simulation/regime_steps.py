@@ -172,8 +172,12 @@ def _where_present(here: jnp.ndarray, run: Callable[..., Any], *args: Any) -> An
     """Return ``run(*args)`` where some subject is ``here``, else zeros of its results' shapes.
 
     A regime nobody is in this period (no one has retired before the earliest claim) is not
-    stepped: every result is read only where ``here``. Under ``vmap`` both branches run.
+    stepped in a traced program: every result is read only where ``here``. Under ``vmap`` both
+    branches run. Called eagerly (a period at a time, outside ``jit``) it steps as before: a
+    ``lax.cond`` there would compile its branches again at every call.
     """
+    if not isinstance(here, jax.core.Tracer):
+        return run(*args)
     shapes = jax.eval_shape(run, *args)
 
     def absent(*_: Any) -> Any:
