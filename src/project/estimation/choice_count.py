@@ -62,8 +62,8 @@ def choice_counter(
 ) -> Any:
     """Return ``count(codes, actions, dtype)``: the choice count's (deciding, choosing).
 
-    ``every_period``: the two numbers of every period of the panel (periods x 2), not only
-    of the count's age.
+    ``every_period``: the two numbers of every period given (a panel: periods x 2; one
+    period's record: 2), not only of the count's age.
     """
     if choice is None:
         return lambda codes, actions, dtype: jnp.zeros(2, dtype)

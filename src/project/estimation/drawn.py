@@ -16,8 +16,8 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from project.estimation.choice_count import ChoiceCount
-from project.estimation.group_sums import ScannedGroupSums
+from project.estimation.choice_count import ChoiceCount, choice_counter
+from project.estimation.group_sums import ScannedGroupSums, layer_tables
 from project.estimation.ratios import moment_ratio
 from project.regimes.spec import RegimeModel
 from project.simulation.regime_steps import scan_steps
@@ -44,7 +44,7 @@ def build_drawn_moments(
     ratio_of = moment_ratio(model)
     living_codes = jnp.asarray([model.code(r) for r in model.regimes])
     sums = ScannedGroupSums(members=members, read=stop, subjects=subjects)
-    layers = _group_layers(members)
+    layers = layer_tables([np.flatnonzero(row) for row in members], scratch=members.shape[1])
     count = _choice_count(model, choice)
     steps = scan_steps(model, methods=methods, stop=stop)
 
@@ -82,34 +82,17 @@ def build_drawn_moments(
     return moments
 
 
-def _group_layers(members: np.ndarray) -> np.ndarray:
-    """Return (layers, periods): per layer, a group each period lies in (else the scratch row).
-
-    One layer where no period lies in two groups; the scratch row is the one past the last
-    group, which the totals leave out.
-    """
-    found = [np.flatnonzero(row) for row in np.asarray(members, dtype=bool)]
-    depth = max([1, *(len(f) for f in found)])
-    scratch = members.shape[1]
-    return np.array(
-        [[f[k] if k < len(f) else scratch for f in found] for k in range(depth)], dtype=np.int32
-    )
-
-
 def _choice_count(model: RegimeModel, choice: ChoiceCount | None) -> Callable[..., Any]:
     """Return ``count(counted, codes, actions, period)``: (deciding, choosing) at its period.
 
-    The count of ``choice_count.choice_counter`` taken from the one period it reads; zeros
+    ``choice_counter``'s count of the one period it reads, kept as the scan passes it; zeros
     without a ``choice``.
     """
     if choice is None:
         return lambda counted, codes, actions, period: counted
-    at, regime, code = choice.period(model), model.code(choice.regime), choice.code(model)
+    at, of_record = choice.period(model), choice_counter(model, choice, every_period=True)
 
     def count(counted, codes, actions, period):  # noqa: ANN001, ANN202
-        deciding = codes == regime
-        choosing = deciding & (actions[choice.action] == code)
-        now = jnp.stack([deciding.sum(-1), choosing.sum(-1)]).astype(counted.dtype)
-        return jnp.where(period == at, now, counted)
+        return jnp.where(period == at, of_record(codes, actions, counted.dtype), counted)
 
     return count

@@ -70,17 +70,11 @@ class ScannedGroupSums:
         rows = _group_rows(self.members, read=read)
         sequences, self.following = _sequences(rows, window=self.windows[0])
         self.n_sequences = len(sequences)
-        # Per layer, the sequence each period adds to (the scratch row past the last sequence
-        # where none): one layer where no period belongs to two groups.
         by_period: list[list[int]] = [[] for _ in range(self.sizes[0])]
         for index, sequence in enumerate(sequences):
             for period in sequence:
                 by_period[period].append(index)
-        depth = max([1, *(len(found) for found in by_period)])
-        self.tables = np.array(
-            [[f[k] if k < len(f) else len(sequences) for f in by_period] for k in range(depth)],
-            dtype=np.int32,
-        )
+        self.tables = layer_tables(by_period, scratch=len(sequences))
 
     def start(self, dtype: Any) -> jnp.ndarray:
         """Return the running sums before the first period."""
@@ -109,6 +103,19 @@ class ScannedGroupSums:
             return _one_pass(sums, groups)
         sizes = (self.windows[0][2], self.windows[1][2])
         return _reduce(level=sums[: self.n_sequences], rows=self.following, sizes=sizes)
+
+
+def layer_tables(by_period: list[list[int]] | list[np.ndarray], *, scratch: int) -> np.ndarray:
+    """Return (layers, periods): per layer, one of the rows each period adds to, else ``scratch``.
+
+    ``by_period[p]``: the rows period p adds to (a group's, a sequence's). One layer where no
+    period adds to two rows; a scan adds each layer's row and leaves the scratch row out.
+    """
+    depth = max([1, *(len(found) for found in by_period)])
+    return np.array(
+        [[f[k] if k < len(f) else scratch for f in by_period] for k in range(depth)],
+        dtype=np.int32,
+    )
 
 
 def _one_pass(padded: jnp.ndarray, groups: jnp.ndarray) -> jnp.ndarray:
