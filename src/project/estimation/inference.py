@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import optimagic as om
 import scipy.stats
 
 from project.estimation.errors import EstimationError
@@ -158,6 +157,8 @@ def step_standard_errors(
     Steps are ``step`` times max(|param|, 0.1), as ``estimate_msm`` takes them; the weighting
     is the efficient one, so the sandwich is the inverse of G'WG. ``result``: an ``MSMResult``.
     """
+    import optimagic as om  # noqa: PLC0415 (0.7 s to import: where it runs)
+
     estimates = np.asarray([result.params[name] for name in result.param_names])
     jacobian = om.first_derivative(
         lambda values: simulate_moments(dict(zip(result.param_names, values, strict=True))),

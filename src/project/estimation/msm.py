@@ -34,10 +34,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
-import optimagic as om
 import pandas as pd
 
 from project.estimation.errors import EstimationError
@@ -51,6 +50,9 @@ from project.estimation.search import (
     search,
 )
 from project.estimation.simulator import CheckedSimulator
+
+if TYPE_CHECKING:
+    import optimagic as om
 
 logger = logging.getLogger("project.estimation")
 

@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import optimagic as om
 import pandas as pd
 
 from project.data.replication import (
@@ -324,6 +323,8 @@ def _published_estimator(
     options: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Return the published estimator's minimum: Nelder-Mead on the absolute deviations."""
+    import optimagic as om  # noqa: PLC0415 (0.7 s to import: where it runs)
+
     evaluations = []
 
     def criterion(values: np.ndarray) -> float:

@@ -1,23 +1,25 @@
 """The MSM search: optimagic minimises the weighted residuals; the end point kept; the Jacobian.
 
 ``estimate_msm`` (``msm.py``) states the problem and assembles the result around these.
+optimagic is imported where a search or a derivative runs: it takes 0.7 s, and a process that
+only reads estimates (a build's analysis tasks, a parallel build's workers) never needs it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import optimagic as om
-from optimagic.algorithms import ALL_ALGORITHMS
-from optimagic.typing import AggregationLevel
 
 from project.errors import ProjectError
 from project.estimation.errors import EstimationError
 from project.estimation.inputs import MomentProblem, ParameterSpace
 from project.estimation.simulator import CheckedSimulator
+
+if TYPE_CHECKING:
+    import optimagic as om
 
 logger = logging.getLogger("project.estimation")
 
@@ -38,6 +40,8 @@ def search(
     Also whether it converged, optimagic's message and the optimiser's evaluations (raises
     ``EstimationError`` where it did not converge and ``on_failure`` is "raise").
     """
+    import optimagic as om  # noqa: PLC0415
+
     derivatives = _exact_derivatives(simulator=simulator, algorithm=algorithm)
     # Fail early, naming the moments, where the start is infeasible (with exact derivatives as
     # the search will use them: a simulator compiles a program for each kind).
@@ -101,6 +105,8 @@ def moments_and_jacobian_at(
     """Return the simulated moments at the estimates and their Jacobian (exact or central)."""
     if simulator.has_jacobian:
         return simulator.with_jacobian(estimates)
+    import optimagic as om  # noqa: PLC0415
+
     simulated = simulator(estimates)
     jacobian = run_optimagic(
         om.first_derivative,
@@ -143,6 +149,10 @@ def _exact_derivatives(*, simulator: CheckedSimulator, algorithm: Any) -> dict[s
     """
     if not simulator.has_jacobian:
         return {}
+    import optimagic as om  # noqa: PLC0415
+    from optimagic.algorithms import ALL_ALGORITHMS  # noqa: PLC0415
+    from optimagic.typing import AggregationLevel  # noqa: PLC0415
+
     info = getattr(ALL_ALGORITHMS.get(algorithm, algorithm), "algo_info", None)
     if info is None or not info.needs_jac:
         return {}

@@ -44,10 +44,9 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import optimagic as om
 import pandas as pd
 from scipy.stats import qmc
 
@@ -62,6 +61,9 @@ from project.model.spec import Model
 from project.points import precision
 from project.regimes.spec import RegimeModel
 from project.simulation import draw_initial_conditions
+
+if TYPE_CHECKING:
+    import optimagic as om
 
 logger = logging.getLogger("project.estimation")
 
@@ -370,4 +372,6 @@ def _multistart(
     draws = qmc.Halton(d=len(names), seed=seed).random(halton_points(n_starts))
     sample = [np.array([start[name] for name in names], dtype=float)]
     sample += list(qmc.scale(draws, lower, upper))
+    import optimagic as om  # noqa: PLC0415 (0.7 s to import: where it runs)
+
     return om.MultistartOptions(sample=sample, stopping_maxopt=n_starts, seed=seed, n_cores=1)
