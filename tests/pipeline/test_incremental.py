@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import tomllib
 from pathlib import Path
 
 import pandas as pd
@@ -93,6 +94,39 @@ def build(root: Path, **options) -> dict[str, str]:
 
 def executed(outcomes: dict[str, str]) -> set[str]:
     return {name for name, outcome in outcomes.items() if outcome == "SUCCESS"}
+
+
+def lock_entries(root: Path) -> dict[str, dict]:
+    """Return pytask's lock file entries of the copy at ``root`` by task id ({} when absent)."""
+    path = root / BLD / "pytask.lock"
+    if not path.exists():
+        return {}
+    return {entry["id"]: entry for entry in tomllib.loads(path.read_text()).get("task", [])}
+
+
+def assert_nothing_to_do(root: Path) -> None:
+    """Build again; assert nothing ran, else name what each rerun task's record lacked.
+
+    A task reruns when its record in the lock file is missing or one of its states differs:
+    the message shows, per task, the recorded states that the rebuild changed.
+    """
+    before = lock_entries(root)
+    ran = executed(build(root))
+    after = lock_entries(root)
+    changed = {}
+    for name in sorted(ran):
+        (task_id,) = [i for i in after if i.endswith(f"::{name}")] or [name]
+        old, new = before.get(task_id), after.get(task_id, {})
+        if old is None:
+            changed[name] = "no record before this build"
+            continue
+        changed[name] = {
+            f"{kind}:{node}": (old.get(kind, {}).get(node), state)
+            for kind in ("depends_on", "produces")
+            for node, state in new.get(kind, {}).items()
+            if old.get(kind, {}).get(node) != state
+        } | ({"task": (old["state"], new.get("state"))} if old["state"] != new.get("state") else {})
+    assert not ran, f"a build after a complete one ran {sorted(ran)}; changed records: {changed}"
 
 
 def variant_chain(variant: str) -> set[str]:
@@ -430,7 +464,7 @@ def test_incremental_contract(serial_build):
     bld = root / BLD
 
     # No change: nothing runs.
-    assert executed(build(root)) == set()
+    assert_nothing_to_do(root)
 
     # Figure code: only figure tasks rerun (the paper and catalogue only if bytes changed).
     edit(root / "src/project/analysis/figures.py", '"""', '"""Edited. ')
@@ -451,7 +485,7 @@ def test_incremental_contract(serial_build):
     assert executed(build(root)) == {"task_plot_variant_comparison"}
     # The declaration's prose, outside every task: nothing reruns.
     edit(root / "tasks.py", '"""The pipeline, declared', '"""The pipeline (edited), declared')
-    assert executed(build(root)) == set()
+    assert_nothing_to_do(root)
 
     # A simulation setting (the seed): simulate and downstream rerun, the solves do not.
     edit(root / "src/project/config.py", "seed: int = 20_261_122", "seed: int = 7")
@@ -583,14 +617,14 @@ def test_a_slurm_build_with_a_cancelled_job_matches_the_serial_build(
     assert len(worker_logs) > len(jobs), "no job replaced the cancelled one"
     assert product_digests(root) == serial_digests
     assert hidden_entries(root) == []
-    assert executed(build(root)) == set()
+    assert_nothing_to_do(root)
 
 
 def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build):
     """Damage each product kind in a built bld/; the next pytask rebuilds exactly those."""
     root, _, _ = serial_build
     build(root)  # the previous test ends on a partial build (only the solves)
-    assert executed(build(root)) == set()
+    assert_nothing_to_do(root)
     before = product_digests(root)
     bld = root / BLD
     array_files = [p for p in (bld / "baseline/solution/arrays").rglob("*") if p.is_file()]
@@ -627,4 +661,4 @@ def test_damaged_products_are_noticed_and_rebuilt_byte_identically(serial_build)
     } <= ran
     assert product_digests(root) == before
     assert hidden_entries(root) == []
-    assert executed(build(root)) == set()
+    assert_nothing_to_do(root)
