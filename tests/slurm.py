@@ -87,16 +87,24 @@ class SlurmCluster:
         )
 
     def stop(self) -> None:
-        """End the daemons (slurmd, slurmctld, munged) by their process ids."""
+        """End the daemons (slurmd, slurmctld, munged) by their process ids, all at once.
+
+        Each takes about 2 s to end after SIGTERM; one after the other they held up the end of
+        every test session that started a cluster by 6 s. What is still alive after 10 s is
+        killed.
+        """
+        pids = []
         for pid_file in reversed(self.pid_files):
             try:
                 pid = int(pid_file.read_text().split()[0])
                 os.kill(pid, signal.SIGTERM)
             except (OSError, ValueError, IndexError):
                 continue
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.05)
+            pids.append(pid)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+            time.sleep(0.05)
+        for pid in pids:
             if _alive(pid):
                 os.kill(pid, signal.SIGKILL)
 
