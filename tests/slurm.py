@@ -9,6 +9,7 @@ Commands reach this cluster through ``env`` (``SLURM_CONF``). Not a test module.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -106,7 +107,8 @@ class SlurmCluster:
             time.sleep(0.05)
         for pid in pids:
             if _alive(pid):
-                os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                    os.kill(pid, signal.SIGKILL)
 
     def log_tail(self, lines: int = 30) -> str:
         """Return the end of the daemons' logs (for a failing test's message)."""

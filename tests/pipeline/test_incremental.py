@@ -115,7 +115,7 @@ def assert_nothing_to_do(root: Path) -> None:
     after = lock_entries(root)
     changed = {}
     for name in sorted(ran):
-        (task_id,) = [i for i in after if i.endswith(f"::{name}")] or [name]
+        task_id = next((i for i in before | after if i.split("::")[-1] == name), name)
         old, new = before.get(task_id), after.get(task_id, {})
         if old is None:
             changed[name] = "no record before this build"
@@ -594,11 +594,17 @@ def test_a_slurm_build_with_a_cancelled_job_matches_the_serial_build(
     _, _, serial_digests = serial_build
     root = copy_project(tmp_path / "project")
     settings = {"cores": 1, "processes": 1, "memory": "2GiB", "walltime": "00:20:00"}
-    env = slurm_cluster.env | {"PROJECT_SLURM": json.dumps(settings)}
+    # The cluster's own environment is this process's at its start: only its SLURM_CONF is
+    # taken, so that a PYTHONPATH set for the test run cannot replace the copy's src (the build
+    # would run the checkout's modules and record other source files than the next build).
+    env = build_environment(root) | {
+        "SLURM_CONF": slurm_cluster.env["SLURM_CONF"],
+        "PROJECT_SLURM": json.dumps(settings),
+    }
     process = subprocess.Popen(
         [sys.executable, "-c", RUNNER, json.dumps({"parallel_backend": "custom", "n_workers": 2})],
         cwd=root,
-        env=build_environment(root) | env,
+        env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

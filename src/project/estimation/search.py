@@ -2,7 +2,8 @@
 
 ``estimate_msm`` (``msm.py``) states the problem and assembles the result around these.
 optimagic is imported where a search or a derivative runs: it takes 0.7 s, and a process that
-only reads estimates (a build's analysis tasks, a parallel build's workers) never needs it.
+only reads estimates, solves or simulates (a build's analysis tasks, a parallel build's workers
+that run no estimation) never needs it.
 """
 
 from __future__ import annotations
