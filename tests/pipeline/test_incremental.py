@@ -600,6 +600,9 @@ def test_a_slurm_build_with_a_cancelled_job_matches_the_serial_build(
     env = build_environment(root) | {
         "SLURM_CONF": slurm_cluster.env["SLURM_CONF"],
         "PROJECT_SLURM": json.dumps(settings),
+        # dask keeps a lost worker's job for 15 s in case it comes back, and replaces it only
+        # then; here it cannot come back, so the replacement is asked for after 1 s.
+        "DASK_DISTRIBUTED__DEPLOY__LOST_WORKER_TIMEOUT": "1s",
     }
     process = subprocess.Popen(
         [sys.executable, "-c", RUNNER, json.dumps({"parallel_backend": "custom", "n_workers": 2})],
