@@ -38,6 +38,7 @@ no-op rebuild, stays fast.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -52,10 +53,12 @@ from project.config import (
     DEFAULT_VARIANT,
     ESTIMATION,
     PAPER,
+    PROFILE,
     REPLICATION,
     ROBUSTNESS,
     ROOT,
     STATUS_QUO,
+    TRACING_GC_THRESHOLDS,
     VALIDATION_FACTORS,
     VARIANTS,
 )
@@ -67,6 +70,10 @@ os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(COMPILATION_CACHE))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
+# The smoke build traces many small programs: full garbage collections less often, in the main
+# process and in the workers alike (project.config.TRACING_GC_THRESHOLDS).
+if PROFILE == "smoke":
+    gc.set_threshold(*TRACING_GC_THRESHOLDS)
 # dask's scheduler and workers log every start and stop at INFO: keep the build's output to
 # warnings and errors unless the user configured dask's logging themselves.
 os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")
