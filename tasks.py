@@ -47,18 +47,17 @@ from pathlib import Path
 
 from project.config import (
     BLD,
+    BUILD_GC_THRESHOLDS,
     CALIBRATION,
     COMPILATION_CACHE,
     DATA,
     DEFAULT_VARIANT,
     ESTIMATION,
     PAPER,
-    PROFILE,
     REPLICATION,
     ROBUSTNESS,
     ROOT,
     STATUS_QUO,
-    TRACING_GC_THRESHOLDS,
     VALIDATION_FACTORS,
     VARIANTS,
 )
@@ -71,9 +70,9 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(COMPILATION_CACHE))
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 # The smoke build traces many small programs: full garbage collections less often, in the main
-# process and in the workers alike (project.config.TRACING_GC_THRESHOLDS).
-if PROFILE == "smoke":
-    gc.set_threshold(*TRACING_GC_THRESHOLDS)
+# process and in the workers, which import this module (project.config.BUILD_GC_THRESHOLDS).
+if BUILD_GC_THRESHOLDS is not None:
+    gc.set_threshold(*BUILD_GC_THRESHOLDS)
 # dask's scheduler and workers log every start and stop at INFO: keep the build's output to
 # warnings and errors unless the user configured dask's logging themselves.
 os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")

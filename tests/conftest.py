@@ -1,7 +1,8 @@
 """Shared fixtures: float64 on demand (float32 the default), a SLURM cluster, a welfare result.
 
-Also JAX's persistent compilation cache for the whole session (below), and each test module's
-compiled programs released when it ends (``release_compiled_programs``).
+Also JAX's persistent compilation cache for the whole session (below), Python's garbage
+collector tuned for tracing, and each test module's compiled programs dropped when it ends
+(``release_compiled_programs``).
 """
 
 import gc
@@ -81,9 +82,9 @@ def release_compiled_programs():
     (``vm.max_map_count``, 65,530) after about 3,000 programs, and XLA then crashed the worker
     with a segmentation fault while compiling or loading the next one. The models' facts go
     too (the compiled programs among them); the next module finds its programs in the
-    persistent cache. Programs that reference cycles keep alive are collected here only when
-    the mappings in use exceed the share checked (a full collection per module took about half
-    of a worker's collection time); otherwise Python's collector frees them later.
+    persistent cache. On a CPU, programs that reference cycles keep alive are collected here
+    only when the mappings in use exceed the share checked (a full collection per module took
+    about half of a worker's collection time); otherwise Python's collector frees them later.
     """
     yield
     forget_all()
@@ -93,7 +94,9 @@ def release_compiled_programs():
         return
     limit = min(int(MAX_MAP_COUNT.read_text()), DEFAULT_MAX_MAP_COUNT)
     in_use = len(MAPS.read_text().splitlines())
-    if in_use > MAPS_LEFT_SHARE * limit:  # programs kept by reference cycles: collect them
+    # Programs kept by reference cycles: collected when they hold too many mappings, and always
+    # on an accelerator, where they would hold device memory the next module's planner reads.
+    if in_use > MAPS_LEFT_SHARE * limit or jax.default_backend() != "cpu":
         gc.collect()
         in_use = len(MAPS.read_text().splitlines())
     assert in_use <= MAPS_LEFT_SHARE * limit, (

@@ -40,16 +40,20 @@ COMPILATION_CACHE = (
 as uv reuses its downloads. Outside ``bld/``, so a clean build still profits; safe to delete."""
 
 TRACING_GC_THRESHOLDS = (10_000, 10, 10)
-"""Python's cyclic garbage collector's thresholds for processes that trace many small JAX
-programs and hold little data: the smoke profile's build (set by tasks.py) and the test workers
-(tests/conftest.py); Python's default is (700, 10, 10). Tracing allocates many container
-objects, so by default a full collection, which walks every live object, ran 14 times in a
-smoke build (3.4 of its 27 CPU-s) and about 45 times in a test worker (31 of 158 CPU-s;
-measured with ``gc.callbacks``). With these thresholds collections run about 10 times less
-often: the smoke build's took 0.8 s and it used 24 instead of 27 CPU-s. Objects without
-cycles are freed at once as before, and cycles are still collected, later. The default build
-keeps Python's default: it holds large cyclic garbage (panels, estimation results), and with
-these thresholds its peak memory rose from 1.9 to 2.4 GB for no measurable gain in time."""
+"""Thresholds of Python's cyclic garbage collector (CPython 3.11; its default is (700, 10, 10))
+for processes that trace many small JAX programs and hold little data: the test workers
+(tests/conftest.py) and the smoke profile's build (``BUILD_GC_THRESHOLDS``). Tracing allocates
+many container objects, so with the default a full collection, which walks every live object,
+ran about 45 times in a test worker (31 of its 158 CPU-s) and 14 times in a smoke build (3.4 of
+its 27 CPU-s; measured with ``gc.callbacks``). With these, collections run about 10 times less
+often: a test worker's took 5 s, a smoke build's 0.8 s (it used 24 instead of 27 CPU-s).
+Objects without cycles are freed at once as before; cycles are still collected, later."""
+
+BUILD_GC_THRESHOLDS = TRACING_GC_THRESHOLDS if PROFILE == "smoke" else None
+"""The garbage collector's thresholds of every build process (set by tasks.py; None: Python's
+default). The default build keeps Python's: it holds large cyclic garbage (panels, estimation
+results), and with ``TRACING_GC_THRESHOLDS`` its peak memory rose from 1.9 to 2.4 GB (and
+with (700, 10, 100) to 2.3 GB) for no measurable gain in time (131-140 s either way)."""
 
 
 @dataclass(frozen=True)
