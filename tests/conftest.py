@@ -93,17 +93,22 @@ def release_compiled_programs():
         gc.collect()
         return
     limit = min(int(MAX_MAP_COUNT.read_text()), DEFAULT_MAX_MAP_COUNT)
-    in_use = len(MAPS.read_text().splitlines())
+    in_use = mappings_in_use()
     # Programs kept by reference cycles: collected when they hold too many mappings, and always
     # on an accelerator, where they would hold device memory the next module's planner reads.
     if in_use > MAPS_LEFT_SHARE * limit or jax.default_backend() != "cpu":
         gc.collect()
-        in_use = len(MAPS.read_text().splitlines())
+        in_use = mappings_in_use()
     assert in_use <= MAPS_LEFT_SHARE * limit, (
         f"{in_use} memory mappings are still in use after this module (the limit is {limit}): "
         "something keeps compiled programs alive after its tests, e.g. a module-level cache "
         "that holds models or jitted functions; release them, or the worker will crash."
     )
+
+
+def mappings_in_use() -> int:
+    """Return how many memory mappings this process has (``/proc/self/maps``)."""
+    return len(MAPS.read_text().splitlines())
 
 
 @pytest.fixture
