@@ -12,6 +12,11 @@ Two departures from pytask's defaults, both about respecting the user's time:
   to ``bld/smoke/`` (``project.config.BLD``) and pytask's state (lock file and database) lives
   there too, so smoke and full builds never invalidate each other.
 
+And a parallel build starts a task as soon as its inputs are written: pytask-parallel 0.5 looks
+at its running tasks after a sleep that grows to 1 s while none is ready, so each finished task
+waited about half a second before its successors started. During a build the project's hook
+caps that sleep at 50 ms (``POLL_SECONDS``).
+
 And three guards of the products:
 
 - **One build per build root.** ``pytask`` takes an exclusive lock on ``<BLD>/.build.lock``
@@ -28,11 +33,14 @@ Only pytask-facing code lives here; the engine never imports it.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import inspect
 import logging
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +49,7 @@ from typing import Any
 import click
 from _pytask.lockfile import LockfileState
 from pytask import Task, hookimpl
+from pytask_parallel import execute as parallel_execution
 
 from project.checkout import ROOT_VARIABLE
 from project.config import BLD, PROFILE, ROOT
@@ -52,6 +61,11 @@ WAIT_OPTION = "wait_for_build_lock"
 WAIT_VARIABLE = "PROJECT_WAIT_FOR_BUILD_LOCK"
 LOCK_KEY = "project_build_lock"
 ROOT_KEY = "project_previous_root"
+POLL_SECONDS = (0.01, 0.02, 0.03, 0.05)
+"""The sleeps of a parallel build between looks at its running tasks: from the first after a
+task started to the longest, kept while none finishes. pytask-parallel's own grow to 1 s. On
+this project's 2-core CPU a smoke build with ``-n 4`` (loky) took 31 s against 35.6 s, one on
+dask with two workers 14 s against 22 s; the loop's looks cost no measurable CPU."""
 logger = logging.getLogger(__name__)
 
 
@@ -141,6 +155,29 @@ def pytask_unconfigure(session: Any) -> None:
             os.environ.pop(ROOT_VARIABLE, None)
         else:
             os.environ[ROOT_VARIABLE] = previous
+
+
+@hookimpl(wrapper=True)
+def pytask_execute_build(session: Any) -> Any:
+    """Run the build, a parallel one looking at its running tasks every ``POLL_SECONDS``."""
+    del session
+    with prompt_polling():
+        return (yield)
+
+
+@contextmanager
+def prompt_polling() -> Iterator[None]:
+    """Within the block, pytask-parallel's execution loop sleeps at most ``POLL_SECONDS``.
+
+    Its loop makes a new ``_Sleeper`` per build; this gives it our sleeps (the class's own
+    argument) and puts the class back afterwards.
+    """
+    original = parallel_execution._Sleeper  # a private name: tests/test_build_guards.py pins it
+    parallel_execution._Sleeper = functools.partial(original, timings=list(POLL_SECONDS))
+    try:
+        yield
+    finally:
+        parallel_execution._Sleeper = original
 
 
 @hookimpl(tryfirst=True)
