@@ -4,8 +4,7 @@ Oracles: a second ``pytask`` in a build root that another one holds refuses with
 ``BuildLockedError`` (or waits for it when asked) and the product stays intact; a build run in
 one checkout with another checkout's package writes only into its own ``bld/``; a full disk
 during a save raises ``DiskFullError`` naming the product, leaves the old product intact and
-no partial copy behind; during a build pytask-parallel's loop sleeps at most the project's
-``POLL_SECONDS``, and its own sleeper is back afterwards.
+no partial copy behind.
 """
 
 import errno
@@ -93,36 +92,6 @@ def test_a_second_build_refuses_and_a_waiting_one_runs_after_the_first(tmp_path)
     output, _ = waiting.communicate(timeout=60)
     assert waiting.returncode == 0, output
     assert (checkout / "bld" / "gated.txt").read_text() == str(checkout / "bld")
-
-
-POLLING_TASKS = textwrap.dedent("""
-    from pathlib import Path
-    from project.config import BLD
-    from pytask_parallel import execute
-
-    def task_sleeps(produces: Path = BLD / "sleeps.txt") -> None:
-        produces.parent.mkdir(parents=True, exist_ok=True)
-        produces.write_text(repr(execute._Sleeper().timings))
-""")
-
-
-def test_a_build_looks_at_its_running_tasks_every_poll_seconds_and_restores_the_sleeper(
-    tmp_path,
-):
-    """The loop's sleeper is a private name of pytask-parallel: an upgrade that renames it fails
-    here instead of silently waiting up to 1 s again after every task."""
-    from pytask_parallel import execute
-
-    from project.task_hooks import POLL_SECONDS, prompt_polling
-
-    checkout = make_checkout(tmp_path / "clone")
-    (checkout / "tasks.py").write_text(POLLING_TASKS)
-    output, _ = pytask(checkout).communicate(timeout=120)
-    assert (checkout / "bld" / "sleeps.txt").read_text() == repr(list(POLL_SECONDS)), output
-    assert max(execute._Sleeper().timings) == 1  # pytask-parallel's own, outside a build
-    with prompt_polling():
-        assert execute._Sleeper().timings == list(POLL_SECONDS)
-    assert max(execute._Sleeper().timings) == 1
 
 
 def test_a_killed_build_does_not_block_the_next(tmp_path):

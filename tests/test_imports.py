@@ -248,48 +248,55 @@ def test_packages_import_each_other_only_where_known():
     assert "analysis" not in package_imports()["calibration"]  # the figure style sits below both
 
 
-def _imports_in_functions(path: Path, *, target: str) -> list[tuple[int, bool]]:
-    """Return (line, whether its function warns of a deprecation) for imports of ``target``."""
+def _without_deprecated_functions(tree):
+    """Return ``tree`` without the functions that call ``warn_deprecated`` (the shims)."""
     import ast
 
-    found = []
+    class DropShims(ast.NodeTransformer):
+        def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST | None:
+            calls = (n for n in ast.walk(node) if isinstance(n, ast.Call))
+            if any(getattr(call.func, "id", "") == "warn_deprecated" for call in calls):
+                return None
+            return self.generic_visit(node)
 
-    def visit(node: ast.AST, function: ast.AST | None) -> None:
-        for child in ast.iter_child_nodes(node):
-            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
-            if isinstance(child, ast.Import | ast.ImportFrom):
-                names = [child.module or ""] if isinstance(child, ast.ImportFrom) else []
-                names += [alias.name for alias in getattr(child, "names", [])]
-                if any(n == target or n.startswith(f"{target}.") for n in names):
-                    warns = function is not None and any(
-                        isinstance(call, ast.Call)
-                        and getattr(call.func, "id", "") == "warn_deprecated"
-                        for call in ast.walk(function)
-                    )
-                    found.append((child.lineno, warns))
-            visit(child, inner)
+    return DropShims().visit(tree)
 
-    visit(ast.parse(path.read_text()), None)
+
+def _persist_imports(*, drop_shims: bool) -> set[str]:
+    """Return the persistence modules the simulation's modules import (as the graph reads)."""
+    import ast
+
+    from project.imports import _imported
+
+    found = set()
+    for path in sorted((SOURCE_ROOT / "project" / "simulation").rglob("*.py")):
+        name = ".".join(path.relative_to(SOURCE_ROOT).with_suffix("").parts)
+        name = name.removesuffix(".__init__")
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        tree = ast.parse(path.read_text())
+        if drop_shims:
+            tree = _without_deprecated_functions(tree)
+        imported = _imported(tree, package=package)
+        found |= {m for m in imported if m == "project.persist" or m.startswith("project.persist.")}
     return found
 
 
 def test_the_known_cycle_closes_only_in_deprecated_shims_until_their_removal():
-    """The simulation imports persistence only in the shims that warn of their removal in
-    ``REMOVED_IN``, and only while this package is older than that release."""
-    from importlib.metadata import version
-
-    from packaging.version import Version
+    """The simulation imports persistence only in functions that warn of their deprecation
+    (``SimulationResult.save``/``load``), and only while the package is older than the release
+    that removes them (``REMOVED_IN``); the imports are read as the package graph reads them
+    (absolute, relative, a module named in a string)."""
+    import tomllib
 
     from project.deprecation import REMOVED_IN
 
-    assert Version(version("project")) < Version(REMOVED_IN), "remove the shims (CHANGELOG)"
-    imports = {
-        f"{path.name}:{line}": warns
-        for path in sorted((SOURCE_ROOT / "project" / "simulation").rglob("*.py"))
-        for line, warns in _imports_in_functions(path, target="project.persist")
-    }
-    assert imports, "no shim imports persistence: drop the cycle from KNOWN_CYCLES"
-    assert all(imports.values()), imports
+    assert _persist_imports(drop_shims=True) == set()
+    assert _persist_imports(drop_shims=False), (
+        "the shims are gone: drop the cycle from KNOWN_CYCLES"
+    )
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    release = tuple(int(part) for part in version.split(".")[:3])
+    assert release < tuple(int(part) for part in REMOVED_IN.split(".")), "remove the shims"
 
 
 def test_the_solve_layers_point_one_way():

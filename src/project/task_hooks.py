@@ -1,6 +1,6 @@
 """pytask hooks of the pipeline (registered in pyproject.toml as ``hook_module``).
 
-Two departures from pytask's defaults, both about respecting the user's time:
+Three departures from pytask's defaults, all about respecting the user's time:
 
 - **A task's own code is its state.** pytask 0.6 hashes a task's whole module file, so any
   edit to ``tasks.py`` would rerun every task in it. Here a task's state is the hash of its own
@@ -11,11 +11,11 @@ Two departures from pytask's defaults, both about respecting the user's time:
 - **The smoke profile builds in its own root.** With ``PROJECT_PROFILE=smoke`` the products go
   to ``bld/smoke/`` (``project.config.BLD``) and pytask's state (lock file and database) lives
   there too, so smoke and full builds never invalidate each other.
-
-And a parallel build starts a task as soon as its inputs are written: pytask-parallel 0.5 looks
-at its running tasks after a sleep that grows to 1 s while none is ready, so each finished task
-waited about half a second before its successors started. During a build the project's hook
-caps that sleep at 50 ms (``POLL_SECONDS``).
+- **A parallel build starts a finished task's successors at once.** pytask-parallel 0.5's loop
+  sleeps between looks at its running tasks, longer and longer (to 1 s) while none is ready; it
+  sees a task finished only after its sleep and submits the successors after one more, so each
+  waited 1-2 s once the sleep had grown. During a build its sleeps stay at most 50 ms
+  (``POLL_SECONDS``): the successors start within about 0.1 s.
 
 And three guards of the products:
 
@@ -39,7 +39,7 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -62,10 +62,10 @@ WAIT_VARIABLE = "PROJECT_WAIT_FOR_BUILD_LOCK"
 LOCK_KEY = "project_build_lock"
 ROOT_KEY = "project_previous_root"
 POLL_SECONDS = (0.01, 0.02, 0.03, 0.05)
-"""The sleeps of a parallel build between looks at its running tasks: from the first after a
-task started to the longest, kept while none finishes. pytask-parallel's own grow to 1 s. On
-this project's 2-core CPU a smoke build with ``-n 4`` (loky) took 31 s against 35.6 s, one on
-dask with two workers 14 s against 22 s; the loop's looks cost no measurable CPU."""
+"""The sleeps of a parallel build's loop between looks at its running tasks: from the first after
+a task started to the longest, kept while none is ready (pytask-parallel's own grow to 1 s). On
+this project's 2-core CPU a smoke build with ``-n 4`` (loky) took 31 s against 35.6 s, its model
+chains on dask with two workers 14 s against 22 s; the looks cost no measurable CPU."""
 logger = logging.getLogger(__name__)
 
 
@@ -158,26 +158,35 @@ def pytask_unconfigure(session: Any) -> None:
 
 
 @hookimpl(wrapper=True)
-def pytask_execute_build(session: Any) -> Any:
-    """Run the build, a parallel one looking at its running tasks every ``POLL_SECONDS``."""
-    del session
+def pytask_execute_build() -> Generator[None, Any, Any]:
+    """Run the build; a parallel one looks at its running tasks every ``POLL_SECONDS``."""
     with prompt_polling():
         return (yield)
 
 
 @contextmanager
 def prompt_polling() -> Iterator[None]:
-    """Within the block, pytask-parallel's execution loop sleeps at most ``POLL_SECONDS``.
+    """Cap pytask-parallel's sleeps between looks at its running tasks within the block.
 
-    Its loop makes a new ``_Sleeper`` per build; this gives it our sleeps (the class's own
-    argument) and puts the class back afterwards.
+    Its loop makes a new ``_Sleeper`` per build: within the block that is one with our sleeps
+    (the class's own argument); after it, the class again, unless another build replaced it
+    meanwhile. A pytask-parallel whose sleeper is not that class (a private name, which
+    ``tests/test_parallel_polling.py`` pins) builds as it would without this.
     """
-    original = parallel_execution._Sleeper  # a private name: tests/test_build_guards.py pins it
-    parallel_execution._Sleeper = functools.partial(original, timings=list(POLL_SECONDS))
+    original = getattr(parallel_execution, "_Sleeper", None)
+    try:
+        prompt = functools.partial(original, timings=list(POLL_SECONDS))
+        prompt()
+    except TypeError:  # no such class, or no such argument
+        logger.debug("pytask-parallel's sleeper takes no timings: its own sleeps are kept.")
+        yield
+        return
+    parallel_execution._Sleeper = prompt
     try:
         yield
     finally:
-        parallel_execution._Sleeper = original
+        if parallel_execution._Sleeper is prompt:
+            parallel_execution._Sleeper = original
 
 
 @hookimpl(tryfirst=True)
