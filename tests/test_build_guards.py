@@ -8,7 +8,6 @@ no partial copy behind.
 """
 
 import errno
-import os
 import subprocess
 import sys
 import textwrap
@@ -16,17 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
+from checkouts import environment, make_checkout
 
 from project.config import ROOT as PACKAGE_CHECKOUT
 from project.errors import DiskFullError
 from project.persist import atomic
 from project.persist.manifest import verify_directory, write_marker
 
-PYPROJECT = textwrap.dedent("""
-    [tool.pytask.ini_options]
-    paths = ["tasks.py"]
-    task_files = ["tasks.py"]
-""")
 TASKS = textwrap.dedent("""
     import time
     from pathlib import Path
@@ -41,20 +36,6 @@ TASKS = textwrap.dedent("""
             time.sleep(0.05)
         write_bytes_atomically(produces, str(BLD).encode())
 """)
-
-
-def make_checkout(root: Path) -> Path:
-    root.mkdir(parents=True)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (root / "tasks.py").write_text(TASKS)
-    return root
-
-
-def environment() -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("PROJECT_ROOT", "PROJECT_PROFILE", "PROJECT_WAIT_FOR_BUILD_LOCK"):
-        env.pop(name, None)
-    return env
 
 
 def pytask(checkout: Path, *arguments: str) -> subprocess.Popen:
@@ -76,7 +57,7 @@ def wait_for(path: Path, timeout: float = 60) -> None:
 
 
 def test_a_second_build_refuses_and_a_waiting_one_runs_after_the_first(tmp_path):
-    checkout = make_checkout(tmp_path / "clone")
+    checkout = make_checkout(tmp_path / "clone", tasks=TASKS)
     first = pytask(checkout)
     wait_for(checkout / "started")  # the first build holds the lock and runs its task
     second = pytask(checkout)
@@ -95,7 +76,7 @@ def test_a_second_build_refuses_and_a_waiting_one_runs_after_the_first(tmp_path)
 
 
 def test_a_killed_build_does_not_block_the_next(tmp_path):
-    checkout = make_checkout(tmp_path / "clone")
+    checkout = make_checkout(tmp_path / "clone", tasks=TASKS)
     first = pytask(checkout)
     wait_for(checkout / "started")
     first.kill()
@@ -107,7 +88,7 @@ def test_a_killed_build_does_not_block_the_next(tmp_path):
 
 def test_a_build_writes_into_the_checkout_it_runs_in_not_the_packages(tmp_path):
     """Clone A built with the package installed from another checkout (this one)."""
-    clone_a = make_checkout(tmp_path / "clone_a")
+    clone_a = make_checkout(tmp_path / "clone_a", tasks=TASKS)
     (clone_a / "gate").write_text("")
     before = sorted((PACKAGE_CHECKOUT / "bld").glob("gated.txt"))
     process = pytask(clone_a)
@@ -119,7 +100,7 @@ def test_a_build_writes_into_the_checkout_it_runs_in_not_the_packages(tmp_path):
 
 
 def test_the_root_is_found_from_the_working_directory_or_project_root(tmp_path):
-    clone = make_checkout(tmp_path / "clone")
+    clone = make_checkout(tmp_path / "clone", tasks=TASKS)
     (clone / "deep" / "er").mkdir(parents=True)
     code = "from project.config import ROOT, BLD; print(ROOT); print(BLD)"
     run = subprocess.run(
@@ -131,7 +112,7 @@ def test_the_root_is_found_from_the_working_directory_or_project_root(tmp_path):
         check=True,
     )
     assert run.stdout.split() == [str(clone), str(clone / "bld")]
-    other = make_checkout(tmp_path / "other")
+    other = make_checkout(tmp_path / "other", tasks=TASKS)
     run = subprocess.run(
         [sys.executable, "-c", code],
         cwd=clone,
@@ -193,7 +174,7 @@ def test_another_error_during_a_save_is_not_called_a_full_disk(tmp_path):
 
 def test_a_build_in_a_process_gives_back_the_lock_and_the_environment(tmp_path):
     """Two programmatic builds in one process: the lock and ``$PROJECT_ROOT`` are given back."""
-    checkout = make_checkout(tmp_path / "clone")
+    checkout = make_checkout(tmp_path / "clone", tasks=TASKS)
     (checkout / "gate").write_text("")
     code = textwrap.dedent("""
         import os, pytask

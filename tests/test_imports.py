@@ -184,6 +184,12 @@ def test_a_task_without_a_sources_placeholder_is_refused():
     assert "grids.py" in relative(runs_sources(task_with).__defaults__[0].value)
 
 
+def package_of(path: Path) -> str:
+    """Return the package a module file's relative imports start from."""
+    name = ".".join(path.relative_to(SOURCE_ROOT).with_suffix("").parts).removesuffix(".__init__")
+    return name if path.name == "__init__.py" else name.rpartition(".")[0]
+
+
 def package_imports() -> dict[str, set[str]]:
     """Return, per package of ``project``, the other packages its modules import."""
     import ast
@@ -197,9 +203,7 @@ def package_imports() -> dict[str, set[str]]:
         parts = path.relative_to(SOURCE_ROOT).with_suffix("").parts
         if len(parts) < 3:  # a top-level module, below every package
             continue
-        name = ".".join(parts).removesuffix(".__init__")
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for imported in _imported(ast.parse(path.read_text()), package=package):
+        for imported in _imported(ast.parse(path.read_text()), package=package_of(path)):
             target = imported.split(".")[1] if imported.count(".") else ""
             if target in packages and target != parts[1]:
                 edges[parts[1]].add(target)
@@ -270,13 +274,10 @@ def _persist_imports(*, drop_shims: bool) -> set[str]:
 
     found = set()
     for path in sorted((SOURCE_ROOT / "project" / "simulation").rglob("*.py")):
-        name = ".".join(path.relative_to(SOURCE_ROOT).with_suffix("").parts)
-        name = name.removesuffix(".__init__")
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         tree = ast.parse(path.read_text())
         if drop_shims:
             tree = _without_deprecated_functions(tree)
-        imported = _imported(tree, package=package)
+        imported = _imported(tree, package=package_of(path))
         found |= {m for m in imported if m == "project.persist" or m.startswith("project.persist.")}
     return found
 

@@ -6,20 +6,15 @@ the loop's sleeper is pytask-parallel's own again, also after nested builds.
 """
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 
+from checkouts import environment, make_checkout
 from pytask_parallel import execute
 
 from project.task_hooks import POLL_SECONDS, prompt_polling
 
-PYPROJECT = textwrap.dedent("""
-    [tool.pytask.ini_options]
-    paths = ["tasks.py"]
-    task_files = ["tasks.py"]
-""")
 # The loop sleeps through its module's ``time``: record each sleep. The threads backend runs
 # the tasks in the build's process, so the second task reads what the loop slept meanwhile.
 TASKS = textwrap.dedent("""
@@ -55,20 +50,18 @@ TASKS = textwrap.dedent("""
 
 def test_the_loop_sleeps_at_most_poll_seconds_while_a_task_runs(tmp_path):
     """Unpatched, pytask-parallel 0.5 sleeps 0.01, 0.04, 0.09, ... 0.64 s within 0.8 s."""
-    (tmp_path / "pyproject.toml").write_text(PYPROJECT)
-    (tmp_path / "tasks.py").write_text(TASKS)
-    env = {k: v for k, v in os.environ.items() if k not in ("PROJECT_ROOT", "PROJECT_PROFILE")}
+    checkout = make_checkout(tmp_path / "clone", tasks=TASKS)
     run = subprocess.run(
         [sys.executable, "-m", "pytask", "-n", "2", "--parallel-backend", "threads"],
-        cwd=tmp_path,
-        env=env,
+        cwd=checkout,
+        env=environment(),
         capture_output=True,
         text=True,
         timeout=120,
         check=False,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
-    slept = json.loads((tmp_path / "bld" / "slept.json").read_text())
+    slept = json.loads((checkout / "bld" / "slept.json").read_text())
     assert len(slept) >= 10, slept  # the loop looked many times while the slow task ran
     assert max(slept) <= max(POLL_SECONDS), slept
 
