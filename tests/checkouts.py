@@ -4,6 +4,8 @@ Used by the tests that build in a subprocess (the build guards, the parallel loo
 """
 
 import os
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -28,3 +30,16 @@ def environment() -> dict[str, str]:
     for name in ("PROJECT_ROOT", "PROJECT_PROFILE", "PROJECT_WAIT_FOR_BUILD_LOCK"):
         env.pop(name, None)
     return env
+
+
+def run_python(checkout: Path, *arguments: str) -> subprocess.CompletedProcess:
+    """Run ``python *arguments`` in ``checkout`` with that environment; return its outcome."""
+    return subprocess.run(
+        [sys.executable, *arguments],
+        cwd=checkout,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from checkouts import environment, make_checkout
+from checkouts import environment, make_checkout, run_python
 
 from project.config import ROOT as PACKAGE_CHECKOUT
 from project.errors import DiskFullError
@@ -181,15 +181,7 @@ def test_a_build_in_a_process_gives_back_the_lock_and_the_environment(tmp_path):
         codes = [int(pytask.build(force=True).exit_code) for _ in range(2)]
         print(codes, os.environ.get("PROJECT_ROOT"))
     """)
-    run = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=checkout,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = run_python(checkout, "-c", code)
     assert run.stdout.strip().splitlines()[-1] == "[0, 0] None", run.stdout + run.stderr
 
 

@@ -6,11 +6,9 @@ the loop's sleeper is pytask-parallel's own again, also after nested builds.
 """
 
 import json
-import subprocess
-import sys
 import textwrap
 
-from checkouts import environment, make_checkout
+from checkouts import make_checkout, run_python
 from pytask_parallel import execute
 
 from project.task_hooks import POLL_SECONDS, prompt_polling
@@ -51,15 +49,7 @@ TASKS = textwrap.dedent("""
 def test_the_loop_sleeps_at_most_poll_seconds_while_a_task_runs(tmp_path):
     """Unpatched, pytask-parallel 0.5 sleeps 0.01, 0.04, 0.09, ... 0.64 s within 0.8 s."""
     checkout = make_checkout(tmp_path / "clone", tasks=TASKS)
-    run = subprocess.run(
-        [sys.executable, "-m", "pytask", "-n", "2", "--parallel-backend", "threads"],
-        cwd=checkout,
-        env=environment(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    run = run_python(checkout, "-m", "pytask", "-n", "2", "--parallel-backend", "threads")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     slept = json.loads((checkout / "bld" / "slept.json").read_text())
     assert len(slept) >= 10, slept  # the loop looked many times while the slow task ran
