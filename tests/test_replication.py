@@ -26,6 +26,7 @@ from project.analysis.replication import (
     write_replication_tables,
 )
 from project.data.replication import (
+    AGE_GROUPS,
     bootstrap_median_variances,
     read_profiles,
     read_wealth_ratios,
@@ -45,6 +46,7 @@ from project.estimation.replication import (
     absolute_deviations,
     other_draws_name,
 )
+from project.models.buffer_stock import FIRST_AGE
 
 
 @pytest.fixture(scope="module")
@@ -139,6 +141,29 @@ def test_simulated_medians_rise_with_patience_and_with_age(moments, x64):
 def test_the_same_params_give_the_same_medians(moments, x64):
     point = {"beta": 0.98, "crra": 3.0}
     np.testing.assert_array_equal(moments(point), moments(point))
+
+
+def test_the_medians_are_the_published_ratios_of_the_panel_subject_by_subject(moments, x64):
+    """Each group's median is that of R a_{x-1} / (G_{x-1} psi_x) over its subject-years.
+
+    The ratio written out from the panel and the params, one subject-year at a time; the
+    moments compute it per group from precomputed denominators: the same bits.
+    """
+    point = {"beta": 0.97, "crra": 3.5}
+    params = moments.params(point)
+    panel = moments.program(params)
+    assets = panel["wealth"] - panel["consumption"]
+    growth, nodes = params["income_growth"], params["permanent_nodes"]
+    bins = moments.permanent_bins
+    expected = []
+    for lo, hi in AGE_GROUPS:  # the ratio at age x reads the assets of age x - 1
+        ratios = [
+            params["interest_factor"] * assets[i, t] / (growth[t] * nodes[t, bins[i, t]])
+            for i in range(assets.shape[0])
+            for t in range(lo - FIRST_AGE, hi - FIRST_AGE)
+        ]
+        expected.append(np.median(ratios))
+    np.testing.assert_array_equal(moments(point), expected)
 
 
 def test_searches_on_other_draws_run_side_by_side_as_each_runs_alone(moments, households, x64):

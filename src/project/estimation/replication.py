@@ -108,20 +108,35 @@ class ReplicationMoments:
         self.seed = int(seed)
         self.initial = {"wealth": self.initial_wealth(n_subjects=n_subjects)}
         first = buffer_stock.FIRST_AGE
-        # The ratio at age x reads the assets of age x - 1.
-        self.columns = [list(range(lo - first, hi - first)) for lo, hi in AGE_GROUPS]
+        # The ratio at age x reads the assets of age x - 1: each group, a range of periods.
+        self.periods = [range(lo - first, hi - first) for lo, hi in AGE_GROUPS]
+        self.rows = [slice(periods.start, periods.stop) for periods in self.periods]
         self.moment_names = [f"{lo + 1}-{hi}" for lo, hi in AGE_GROUPS]
         n_periods = buffer_stock.LAST_AGE - first + 1
         draws = np.random.default_rng(self.seed + 2)
         self.permanent_bins = draws.integers(0, buffer_stock.N_NODES, size=(n_subjects, n_periods))
+        self.denominators = self._denominators()
         # Solve and simulate in one program, up to the last period a moment reads.
         self.program = PanelProgram(
             model=self.model,
             initial_conditions=self.initial,
             seed=self.seed + 1,
-            stop_period=max(max(columns) for columns in self.columns) + 1,
+            stop_period=max(periods.stop for periods in self.periods),
             record=("wealth", "consumption"),
         )
+
+    def _denominators(self) -> list[np.ndarray]:
+        """Return G_{x-1} psi_x of each group's periods by subjects (params that are not estimated).
+
+        Computed once: the growth factors and the permanent shocks' nodes come from the
+        profiles, and the shocks' bins are drawn once.
+        """
+        growth, nodes = self.calibrated["income_growth"], self.calibrated["permanent_nodes"]
+        return [
+            growth[np.asarray(periods)][:, None]
+            * nodes[np.asarray(periods)[:, None], self.permanent_bins[:, periods].T]
+            for periods in self.periods
+        ]
 
     def params(self, values: Mapping[str, float]) -> dict[str, Any]:
         """Return the model's params at ``values`` of crra and beta."""
@@ -151,12 +166,16 @@ class ReplicationMoments:
         params = self.params(values)
         panel = self.program(params)
         if panel is None:
-            return np.full(len(self.columns), np.nan)
-        assets = panel["wealth"] - panel["consumption"]
-        periods = np.arange(assets.shape[1])[None, :]
-        psi = params["permanent_nodes"][periods, self.permanent_bins[:, : assets.shape[1]]]
-        balances = params["interest_factor"] * assets / (params["income_growth"][periods] * psi)
-        return np.asarray([np.median(balances[:, columns]) for columns in self.columns])
+            return np.full(len(self.periods), np.nan)
+        # Periods by subjects, as the program lays them out: a group's periods are a slice.
+        wealth, consumption = panel["wealth"].T, panel["consumption"].T
+        interest = params["interest_factor"]
+        return np.asarray(
+            [
+                np.median(interest * (wealth[rows] - consumption[rows]) / denominator)
+                for rows, denominator in zip(self.rows, self.denominators, strict=True)
+            ]
+        )
 
 
 def absolute_deviations(*, households: pd.DataFrame, medians: np.ndarray) -> float:
