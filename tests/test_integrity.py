@@ -216,82 +216,138 @@ def test_atomic_file_replaces_whole_and_cleans_dead_temporaries(tmp_path):
 
 # -- Real saves killed at random moments -----------------------------------------------------
 
-SAVE_FOREVER = textwrap.dedent("""
-    import sys
+WRITERS = textwrap.dedent("""
+    import os, signal, sys, time, traceback
     from pathlib import Path
     import numpy as np
     from project.models import precautionary
     from project.persist import save_solution
     from project.solver import Solution
 
-    model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
-    shape = tuple(g.n_points for g in model.states.values())
-
-    def solution(beta):  # arrays of the right shapes; solving would only cost time here
-        return Solution.from_periods(
-            model=model,
-            params=precautionary.DEFAULT_PARAMS | {"beta": beta},
-            value_function=[np.full(shape, beta * t, np.float32) for t in range(4)],
-            policy=[{a: np.full(shape, t, np.int32) for a in model.actions} for t in range(4)],
-        )
-
-    solutions = [solution(0.95), solution(0.9)]
+    # Nothing of JAX has run here: each writer is forked from this process (its imports done
+    # once), starts JAX itself, and the kernel reaps it when it is killed.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     target = Path(sys.argv[1])
-    print("loaded", flush=True)
-    if sys.stdin.readline() != "go\\n":  # the test's go (the writer before is dead), or its end
-        sys.exit()
-    save_solution(solution=solutions[0], directory=target)
-    print("ready", flush=True)
-    turn = 1
-    while True:
-        save_solution(solution=solutions[turn % 2], directory=target)
-        turn += 1
+
+    def wait_for(path):
+        while not path.exists():
+            time.sleep(0.002)
+
+    def write_forever(control):
+        model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
+        shape = tuple(g.n_points for g in model.states.values())
+
+        def solution(beta):  # arrays of the right shapes; solving would only cost time here
+            return Solution.from_periods(
+                model=model,
+                params=precautionary.DEFAULT_PARAMS | {"beta": beta},
+                value_function=[np.full(shape, beta * t, np.float32) for t in range(4)],
+                policy=[{a: np.full(shape, t, np.int32) for a in model.actions} for t in range(4)],
+            )
+
+        solutions = [solution(0.95), solution(0.9)]
+        (control / "loaded").touch()
+        wait_for(control / "go")  # the writer before is dead
+        save_solution(solution=solutions[0], directory=target)
+        (control / "ready").touch()
+        turn = 1
+        while True:
+            save_solution(solution=solutions[turn % 2], directory=target)
+            turn += 1
+
+    print("imported", flush=True)
+    for line in sys.stdin:  # a writer's control folder: fork it, answer its pid
+        pid = os.fork()
+        if pid == 0:
+            try:
+                write_forever(Path(line.strip()))
+            except BaseException:
+                traceback.print_exc()
+            os._exit(1)
+        print(pid, flush=True)
 """)
+
+
+def _wait_for(path: Path, *, pid: int) -> None:
+    """Wait until ``path`` exists; fail if writer ``pid`` died first or 60 s pass."""
+    deadline = time.monotonic() + 60
+    while not path.exists():
+        assert _alive(pid), f"writer {pid} died before it wrote {path.name}"
+        assert time.monotonic() < deadline, f"writer {pid} wrote no {path.name} in 60 s"
+        time.sleep(0.002)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _kill(pid: int) -> None:
+    """Kill writer ``pid`` and wait until it is gone (its parent lets the kernel reap it)."""
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"writer {pid} outlived SIGKILL by 30 s"
+        time.sleep(0.002)
 
 
 @pytest.mark.slow
 def test_random_kills_of_real_saves_leave_a_complete_solution_and_no_leftovers(tmp_path):
     """Writers in turn on one product, each killed at a random moment of its saves.
 
-    Each writer starts (imports, builds its solutions) while the one before it still saves,
-    and touches the product only once that one is dead.
+    Each writer starts (JAX, its solutions) while the one before it still saves, and touches
+    the product only once that one is dead. The writers are forked from one process that
+    imported the package once, so that a trial costs its saves, not an interpreter's start.
     """
     model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
-    target = tmp_path / "solution"
+    target = tmp_path / "product" / "solution"
+    target.parent.mkdir()
     generator = random.Random(20261124)
     trials = 20
+    parent = subprocess.Popen(
+        [sys.executable, "-c", WRITERS, str(target)],
+        env=ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
-    def writer() -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-c", SAVE_FOREVER, str(target)],
-            env=ENV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
+    def writer(trial: int) -> tuple[int, Path]:
+        control = tmp_path / "writers" / str(trial)
+        control.mkdir(parents=True)
+        parent.stdin.write(f"{control}\n")
+        parent.stdin.flush()
+        return int(parent.stdout.readline()), control
 
-    following = writer()
+    pids, following = [], None
     try:
+        assert parent.stdout.readline().strip() == "imported"
+        following = writer(0)
         for trial in range(trials):
-            process, following = following, writer() if trial + 1 < trials else None
+            pid, control = following
+            following = writer(trial + 1) if trial + 1 < trials else None
+            pids.append(pid)
             try:
-                assert process.stdout.readline().strip() == "loaded"
-                process.stdin.write("go\n")
-                process.stdin.flush()
-                assert process.stdout.readline().strip() == "ready"
+                _wait_for(control / "loaded", pid=pid)
+                (control / "go").touch()
+                _wait_for(control / "ready", pid=pid)
                 time.sleep(generator.uniform(0.0, 0.4))
             finally:
-                process.kill()
-                process.wait(timeout=30)
+                _kill(pid)
             loaded = load_solution(directory=target, model=model)
             beta = float(loaded.params["beta"])
             assert beta in (pytest.approx(0.95), pytest.approx(0.9))
             np.testing.assert_allclose(np.asarray(loaded.value_function[1]), beta, rtol=1e-6)
     finally:
-        if following is not None:
-            following.kill()
-            following.wait(timeout=30)
+        for pid in pids[-1:] + ([following[0]] if following else []):
+            if _alive(pid):
+                _kill(pid)
+        parent.kill()
+        parent.wait(timeout=30)
+    assert len(set(pids)) == trials
     save_solution(solution=loaded, directory=target)
     assert leftovers(target) == []
 
