@@ -6,6 +6,7 @@ kind of damage to a product's files is named by its loader; the pytask state of 
 product changes with any write into it and with nothing else.
 """
 
+import contextlib
 import json
 import os
 import random
@@ -224,14 +225,14 @@ WRITERS = textwrap.dedent("""
     from project.persist import save_solution
     from project.solver import Solution
 
-    # Nothing of JAX has run here: each writer is forked from this process (its imports done
-    # once), starts JAX itself, and the kernel reaps it when it is killed.
+    # JAX has not started here (its threads would not survive a fork); the other threads, of
+    # OpenBLAS and of pyarrow's jemalloc, have fork handlers. Each writer is forked from this
+    # process, its imports done once, and starts JAX itself; the kernel reaps killed writers.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
-    target = Path(sys.argv[1])
+    target, parent = Path(sys.argv[1]), os.getpid()
 
-    def wait_for(path):
-        while not path.exists():
-            time.sleep(0.002)
+    def orphaned():
+        return os.getppid() != parent  # the test ended without killing this writer
 
     def write_forever(control):
         model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
@@ -247,11 +248,14 @@ WRITERS = textwrap.dedent("""
 
         solutions = [solution(0.95), solution(0.9)]
         (control / "loaded").touch()
-        wait_for(control / "go")  # the writer before is dead
+        while not (control / "go").exists():  # the writer before is dead
+            if orphaned():
+                return
+            time.sleep(0.002)
         save_solution(solution=solutions[0], directory=target)
         (control / "ready").touch()
         turn = 1
-        while True:
+        while not orphaned():
             save_solution(solution=solutions[turn % 2], directory=target)
             turn += 1
 
@@ -259,6 +263,8 @@ WRITERS = textwrap.dedent("""
     for line in sys.stdin:  # a writer's control folder: fork it, answer its pid
         pid = os.fork()
         if pid == 0:
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # its own subprocesses (git) as usual
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the pids' pipe is the parent's
             try:
                 write_forever(Path(line.strip()))
             except BaseException:
@@ -287,7 +293,8 @@ def _alive(pid: int) -> bool:
 
 def _kill(pid: int) -> None:
     """Kill writer ``pid`` and wait until it is gone (its parent lets the kernel reap it)."""
-    os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):  # it died by itself
+        os.kill(pid, signal.SIGKILL)
     deadline = time.monotonic() + 30
     while _alive(pid):
         assert time.monotonic() < deadline, f"writer {pid} outlived SIGKILL by 30 s"
@@ -300,7 +307,8 @@ def test_random_kills_of_real_saves_leave_a_complete_solution_and_no_leftovers(t
 
     Each writer starts (JAX, its solutions) while the one before it still saves, and touches
     the product only once that one is dead. The writers are forked from one process that
-    imported the package once, so that a trial costs its saves, not an interpreter's start.
+    imported the package once, so that a trial costs its saves, not an interpreter's start;
+    they share its process group, which the test kills at its end.
     """
     model = precautionary.build_model(n_wealth=300, n_consumption=40, n_periods=4)
     target = tmp_path / "product" / "solution"
@@ -313,6 +321,7 @@ def test_random_kills_of_real_saves_leave_a_complete_solution_and_no_leftovers(t
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
 
     def writer(trial: int) -> tuple[int, Path]:
@@ -322,32 +331,27 @@ def test_random_kills_of_real_saves_leave_a_complete_solution_and_no_leftovers(t
         parent.stdin.flush()
         return int(parent.stdout.readline()), control
 
-    pids, following = [], None
-    try:
-        assert parent.stdout.readline().strip() == "imported"
-        following = writer(0)
-        for trial in range(trials):
-            pid, control = following
-            following = writer(trial + 1) if trial + 1 < trials else None
-            pids.append(pid)
-            try:
-                _wait_for(control / "loaded", pid=pid)
-                (control / "go").touch()
-                _wait_for(control / "ready", pid=pid)
-                time.sleep(generator.uniform(0.0, 0.4))
-            finally:
-                _kill(pid)
-            loaded = load_solution(directory=target, model=model)
-            beta = float(loaded.params["beta"])
-            assert beta in (pytest.approx(0.95), pytest.approx(0.9))
-            np.testing.assert_allclose(np.asarray(loaded.value_function[1]), beta, rtol=1e-6)
-    finally:
-        for pid in pids[-1:] + ([following[0]] if following else []):
-            if _alive(pid):
-                _kill(pid)
-        parent.kill()
-        parent.wait(timeout=30)
-    assert len(set(pids)) == trials
+    with parent:
+        try:
+            assert parent.stdout.readline().strip() == "imported"
+            following = writer(0)
+            for trial in range(trials):
+                pid, control = following
+                following = writer(trial + 1) if trial + 1 < trials else None
+                try:
+                    _wait_for(control / "loaded", pid=pid)
+                    (control / "go").touch()
+                    _wait_for(control / "ready", pid=pid)
+                    time.sleep(generator.uniform(0.0, 0.4))
+                finally:
+                    _kill(pid)
+                loaded = load_solution(directory=target, model=model)
+                beta = float(loaded.params["beta"])
+                assert beta in (pytest.approx(0.95), pytest.approx(0.9))
+                np.testing.assert_allclose(np.asarray(loaded.value_function[1]), beta, rtol=1e-6)
+        finally:
+            os.killpg(parent.pid, signal.SIGKILL)  # the parent and every writer left
+            parent.wait(timeout=30)
     save_solution(solution=loaded, directory=target)
     assert leftovers(target) == []
 

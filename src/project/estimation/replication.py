@@ -108,9 +108,8 @@ class ReplicationMoments:
         self.seed = int(seed)
         self.initial = {"wealth": self.initial_wealth(n_subjects=n_subjects)}
         first = buffer_stock.FIRST_AGE
-        # The ratio at age x reads the assets of age x - 1: each group, a range of periods.
-        self.periods = [range(lo - first, hi - first) for lo, hi in AGE_GROUPS]
-        self.rows = [slice(periods.start, periods.stop) for periods in self.periods]
+        # The ratio at age x reads the assets of age x - 1: each group, a slice of periods.
+        self.rows = [slice(lo - first, hi - first) for lo, hi in AGE_GROUPS]
         self.moment_names = [f"{lo + 1}-{hi}" for lo, hi in AGE_GROUPS]
         n_periods = buffer_stock.LAST_AGE - first + 1
         draws = np.random.default_rng(self.seed + 2)
@@ -121,7 +120,7 @@ class ReplicationMoments:
             model=self.model,
             initial_conditions=self.initial,
             seed=self.seed + 1,
-            stop_period=max(periods.stop for periods in self.periods),
+            stop_period=max(rows.stop for rows in self.rows),
             record=("wealth", "consumption"),
         )
 
@@ -132,11 +131,12 @@ class ReplicationMoments:
         profiles, and the shocks' bins are drawn once.
         """
         growth, nodes = self.calibrated["income_growth"], self.calibrated["permanent_nodes"]
-        return [
-            growth[np.asarray(periods)][:, None]
-            * nodes[np.asarray(periods)[:, None], self.permanent_bins[:, periods].T]
-            for periods in self.periods
-        ]
+        denominators = []
+        for rows in self.rows:
+            periods = np.arange(rows.start, rows.stop)
+            psi = nodes[periods[:, None], self.permanent_bins[:, rows].T]
+            denominators.append(growth[periods][:, None] * psi)
+        return denominators
 
     def params(self, values: Mapping[str, float]) -> dict[str, Any]:
         """Return the model's params at ``values`` of crra and beta."""
@@ -166,7 +166,7 @@ class ReplicationMoments:
         params = self.params(values)
         panel = self.program(params)
         if panel is None:
-            return np.full(len(self.periods), np.nan)
+            return np.full(len(self.rows), np.nan)
         # Periods by subjects, as the program lays them out: a group's periods are a slice.
         wealth, consumption = panel["wealth"].T, panel["consumption"].T
         interest = params["interest_factor"]
