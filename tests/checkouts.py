@@ -32,12 +32,14 @@ def environment() -> dict[str, str]:
     return env
 
 
-def run_python(checkout: Path, *arguments: str) -> subprocess.CompletedProcess:
-    """Run ``python *arguments`` in ``checkout`` with that environment; return its outcome."""
+def run_python(
+    directory: Path, *arguments: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Run ``python *arguments`` in ``directory`` with that environment (and ``env``)."""
     return subprocess.run(
         [sys.executable, *arguments],
-        cwd=checkout,
-        env=environment(),
+        cwd=directory,
+        env=environment() | (env or {}),
         capture_output=True,
         text=True,
         timeout=120,

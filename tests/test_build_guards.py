@@ -103,25 +103,11 @@ def test_the_root_is_found_from_the_working_directory_or_project_root(tmp_path):
     clone = make_checkout(tmp_path / "clone", tasks=TASKS)
     (clone / "deep" / "er").mkdir(parents=True)
     code = "from project.config import ROOT, BLD; print(ROOT); print(BLD)"
-    run = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=clone / "deep" / "er",
-        env=environment(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert run.stdout.split() == [str(clone), str(clone / "bld")]
+    run = run_python(clone / "deep" / "er", "-c", code)
+    assert run.stdout.split() == [str(clone), str(clone / "bld")], run.stderr
     other = make_checkout(tmp_path / "other", tasks=TASKS)
-    run = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=clone,
-        env=environment() | {"PROJECT_ROOT": str(other)},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert run.stdout.split() == [str(other), str(other / "bld")]
+    run = run_python(clone, "-c", code, env={"PROJECT_ROOT": str(other)})
+    assert run.stdout.split() == [str(other), str(other / "bld")], run.stderr
 
 
 def write_product(target: Path, content: str) -> None:
